@@ -1,0 +1,131 @@
+"""Demo benchmarks: the four ExpMRC subsets with their dev sets as hidden test sets, and the
+human and baseline numbers published in the ExpMRC paper (Cui et al., 2022, Table 3)."""
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from .models import ReportedResult, Task, TestSet
+from .test_sets import ensure_expmrc_benchmark, import_expmrc
+
+PAPER = "ExpMRC paper (Cui et al., Heliyon 2022), Table 3"
+PAPER_URL = "https://github.com/ymcui/expmrc"
+
+EXPMRC_TASKS = [
+    # slug, name, language, dev file, description
+    ("expmrc-squad", "SQuAD", "en", "expmrc-squad-dev.json", "English span extraction (SQuAD 1.1) with evidence."),
+    ("expmrc-cmrc2018", "CMRC 2018", "zh", "expmrc-cmrc2018-dev.json", "Chinese span extraction with evidence."),
+    ("expmrc-race", "RACE+", "en", "expmrc-race-dev.json", "English multiple choice (RACE) with evidence."),
+    ("expmrc-c3", "C3", "zh", "expmrc-c3-dev.json", "Chinese multiple choice with evidence."),
+]
+
+# (method, backbone family, {split: (answer, evidence, overall)}) per task, from Table 3.
+# The backbones are BERT-base / BERT-large-wwm for English, MacBERT-base / -large for Chinese.
+_SPAN_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Predicted Answer Sent.", "Pseudo-data Training"]
+_MC_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Pseudo-data Training"]
+REPORTED = {
+    "expmrc-squad": {
+        "human": {"dev": (90.8, 92.1, 83.6), "test": (91.3, 92.9, 84.7)},
+        "backbones": ("BERT-base", "BERT-large-wwm"),
+        "methods": _SPAN_METHODS,
+        "dev": [(87.4, 81.8, 74.5), (87.4, 81.0, 72.9), (87.4, 84.1, 76.4), (88.1, 76.9, 69.7),
+                (93.0, 83.9, 79.3), (93.0, 81.9, 77.4), (93.0, 85.4, 81.8), (93.3, 78.1, 73.5)],
+        "test": [(87.1, 85.4, 76.1), (87.1, 84.8, 75.6), (87.1, 89.1, 79.6), (88.1, 76.3, 67.5),
+                 (92.3, 85.7, 80.4), (92.3, 85.1, 79.8), (92.3, 89.6, 83.6), (93.4, 76.1, 72.1)],
+    },
+    "expmrc-cmrc2018": {
+        "human": {"dev": (97.7, 94.6, 92.4), "test": (97.9, 94.6, 92.6)},
+        "backbones": ("MacBERT-base", "MacBERT-large"),
+        "methods": _SPAN_METHODS,
+        "dev": [(82.3, 71.9, 60.1), (82.3, 76.9, 63.9), (82.3, 78.0, 66.8), (82.7, 65.1, 54.7),
+                (82.8, 71.6, 60.3), (82.8, 76.3, 63.6), (82.8, 77.7, 66.9), (83.8, 65.3, 55.6)],
+        "test": [(84.4, 62.2, 52.9), (84.4, 69.8, 59.9), (84.4, 69.1, 59.8), (85.7, 59.7, 51.2),
+                 (88.6, 63.0, 55.9), (88.6, 71.0, 63.2), (88.6, 70.6, 63.3), (88.8, 58.4, 51.5)],
+    },
+    "expmrc-race": {
+        "human": {"dev": (92.0, 92.4, 85.4), "test": (93.6, 90.5, 84.4)},
+        "backbones": ("BERT-base", "BERT-large-wwm"),
+        "methods": _MC_METHODS,
+        "dev": [(62.4, 36.6, 28.2), (62.4, 44.5, 31.5), (63.6, 45.7, 31.7),
+                (69.0, 37.6, 29.9), (69.0, 48.0, 36.8), (69.0, 45.9, 32.6)],
+        "test": [(59.8, 34.4, 26.3), (59.8, 41.8, 27.3), (60.1, 43.5, 27.1),
+                 (68.1, 36.8, 28.9), (68.1, 42.5, 31.3), (70.4, 41.3, 30.8)],
+    },
+    "expmrc-c3": {
+        "human": {"dev": (95.3, 95.7, 91.1), "test": (94.3, 97.7, 90.0)},
+        "backbones": ("MacBERT-base", "MacBERT-large"),
+        "methods": _MC_METHODS,
+        "dev": [(68.7, 57.7, 47.7), (68.7, 62.3, 47.3), (70.9, 59.9, 43.5),
+                (73.1, 59.4, 49.9), (73.1, 63.2, 50.9), (76.4, 64.3, 50.7)],
+        "test": [(66.8, 52.2, 41.2), (66.8, 57.4, 42.3), (69.0, 57.5, 40.6),
+                 (72.0, 52.7, 43.9), (72.0, 58.4, 46.0), (74.4, 59.9, 47.3)],
+    },
+}
+
+
+def reported_rows(slug, kind, split):
+    """Yield ReportedResult field dicts for one task, numbers of the given paper split."""
+    table = REPORTED[slug]
+    answer_key = "answer_acc" if kind == Task.MULTICHOICE else "answer_f1"
+
+    def scores(triple):
+        return {answer_key: triple[0], "evidence_f1": triple[1], "overall_f1": triple[2]}
+
+    yield {
+        "kind": ReportedResult.HUMAN,
+        "method": "Human Performance",
+        "team": "ExpMRC authors",
+        "scores": scores(table["human"][split]),
+        "source": f"{PAPER} ({split} set)",
+    }
+    methods = table["methods"]
+    for index, triple in enumerate(table[split]):
+        backbone = table["backbones"][index // len(methods)]
+        yield {
+            "kind": ReportedResult.BASELINE,
+            "method": f"{backbone} + {methods[index % len(methods)]}",
+            "team": "ExpMRC authors (baseline)",
+            "scores": scores(triple),
+            "source": f"{PAPER} ({split} set)",
+        }
+
+
+def expmrc_data_dir():
+    return Path(settings.SHARED_DATA_DIR) / "expmrc"
+
+
+def fixture_dir():
+    return Path(settings.BASE_DIR) / "benchmark" / "fixtures" / "expmrc"
+
+
+@transaction.atomic
+def load_demo(data_dir=None, log=print):
+    """Create the demo tasks and import their test sets; safe to run any number of times.
+
+    The ExpMRC dev sets play the hidden test sets, so the paper's *dev* numbers are the
+    comparable reported rows. Without ../shared/data the small bundled fixtures are used.
+    """
+    data_dir = Path(data_dir) if data_dir else expmrc_data_dir()
+    if not data_dir.is_dir():
+        log(f"{data_dir} not found: loading the small bundled fixtures instead")
+        data_dir = fixture_dir()
+    benchmark = ensure_expmrc_benchmark()
+    for order, (slug, name, language, filename, description) in enumerate(EXPMRC_TASKS, start=1):
+        path = data_dir / filename
+        kind = Task.MULTICHOICE if slug in ("expmrc-race", "expmrc-c3") else Task.SPAN
+        task, _ = Task.objects.update_or_create(
+            slug=slug,
+            defaults={"benchmark": benchmark, "name": name, "language": language, "kind": kind,
+                      "description": description, "order": order},
+        )
+        if not path.exists():
+            log(f"{slug}: {path} missing, no test set imported")
+            continue
+        test_set, created = import_expmrc(path, task_slug=slug, split=TestSet.TEST, version="dev-as-test-1")
+        log(f"{slug}: test set {test_set.version} ({test_set.n_items} questions) {'imported' if created else 'already present'}")
+        for position, fields in enumerate(reported_rows(slug, kind, "dev")):
+            ReportedResult.objects.update_or_create(
+                task=task, kind=fields["kind"], method=fields["method"],
+                defaults={**fields, "url": PAPER_URL, "order": position},
+            )
+    return benchmark

@@ -1,0 +1,34 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.models import TestSet
+from benchmark.test_sets import ImportRefused, import_expmrc
+
+
+class Command(BaseCommand):
+    help = "Import an ExpMRC gold file as a versioned (hidden by default) test set of a task."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--task", required=True, help="task slug, e.g. expmrc-squad")
+        parser.add_argument("--split", choices=[TestSet.TEST, TestSet.DEV], default=TestSet.TEST)
+        parser.add_argument("--version", dest="set_version", required=True, help="test-set version label")
+        parser.add_argument("--name", help="task name, to create the task if it does not exist")
+        parser.add_argument("--language", choices=["en", "zh"], help="task language when creating it")
+
+    def handle(self, *args, **opts):
+        try:
+            test_set, created = import_expmrc(
+                opts["file"],
+                task_slug=opts["task"],
+                split=opts["split"],
+                version=opts["set_version"],
+                task_name=opts["name"],
+                language=opts["language"],
+            )
+        except ImportRefused as exc:
+            raise CommandError(str(exc)) from None
+        verb = "imported" if created else "already imported (same checksum), nothing to do"
+        self.stdout.write(
+            f"{test_set.task.slug} {test_set.split} version {test_set.version}: {verb}; "
+            f"{test_set.n_items} questions, sha256 {test_set.checksum}"
+        )

@@ -1,0 +1,83 @@
+import csv
+
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+
+from .leaderboard import leaderboard_rows
+from .models import Benchmark, Task
+
+
+def home(request):
+    benchmarks = Benchmark.objects.prefetch_related("tasks")
+    cards = []
+    for benchmark in benchmarks:
+        tasks = []
+        for task in benchmark.tasks.filter(is_listed=True):
+            rows = leaderboard_rows(task)
+            best = next((r for r in rows if r["kind"] == "submission"), None)
+            human = next((r for r in rows if r["kind"] == "human"), None)
+            tasks.append({"task": task, "best": best, "human": human,
+                          "entries": sum(1 for r in rows if r["kind"] == "submission")})
+        cards.append({"benchmark": benchmark, "tasks": tasks})
+    return render(request, "benchmark/home.html", {"cards": cards})
+
+
+def table_rows(task, rows):
+    """Rows with one cell per metric column (value, CI and its half-width) for the template."""
+    for row in rows:
+        cells = []
+        for key, _label in task.metric_columns:
+            ci = (row["ci"] or {}).get(key)
+            value = row["scores"].get(key)
+            cells.append({
+                "value": value,
+                "low": ci[0] if ci else None,
+                "high": ci[1] if ci else None,
+                "half": (ci[1] - ci[0]) / 2 if ci else None,
+                "primary": key == task.primary_metric,
+            })
+        yield {**row, "cells": cells}
+
+
+def task_leaderboard(request, slug):
+    task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
+    test_set = task.current_test_set()
+    rows = list(table_rows(task, leaderboard_rows(task)))
+    return render(request, "benchmark/leaderboard.html", {
+        "task": task,
+        "test_set": test_set,
+        "rows": rows,
+        "columns": task.metric_columns,
+        "has_submissions": any(r["kind"] == "submission" for r in rows),
+    })
+
+
+def leaderboard_csv(request, slug):
+    task = get_object_or_404(Task, slug=slug)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{task.slug}-leaderboard.csv"'
+    writer = csv.writer(response)
+    keys = [key for key, _ in task.metric_columns]
+    writer.writerow(["rank", "method", "team", "date", "reported", "kind"] + keys
+                    + [f"{k}_ci_low" for k in keys] + [f"{k}_ci_high" for k in keys] + ["source", "url"])
+    for row in leaderboard_rows(task):
+        ci = row["ci"] or {}
+        writer.writerow(
+            [row["rank"] or "", row["method"], row["team"], row["date"] or "", row["reported"], row["kind"]]
+            + [f"{row['scores'][k]:.3f}" if k in row["scores"] else "" for k in keys]
+            + [f"{ci[k][0]:.3f}" if k in ci else "" for k in keys]
+            + [f"{ci[k][1]:.3f}" if k in ci else "" for k in keys]
+            + [row["source"], row["url"]]
+        )
+    return response
+
+
+def task_inputs_download(request, slug):
+    task = get_object_or_404(Task, slug=slug)
+    test_set = task.current_test_set()
+    if test_set is None:
+        return JsonResponse({"error": f"Task {task.slug} has no test set yet."}, status=404)
+    test_set = type(test_set).objects.only("public_inputs", "version").get(pk=test_set.pk)
+    response = JsonResponse(test_set.public_inputs, json_dumps_params={"ensure_ascii": False})
+    response["Content-Disposition"] = f'attachment; filename="{task.slug}-{test_set.version}-inputs.json"'
+    return response

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
+# gunicorn + one Celery worker (queues scoring, maintenance) + Celery beat, demo data loaded.
+# Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/venv.sh requirements.txt
+
+export OMP_WAIT_POLICY=PASSIVE
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+mkdir -p var/log
+
+python manage.py migrate --noinput
+python manage.py load_demo
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  echo "stopping ExpBench..."
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
+  --access-logfile var/log/access.log --error-logfile - &
+pids+=($!)
+celery -A config worker -Q scoring,maintenance --concurrency "${WORKER_CONCURRENCY:-2}" \
+  --hostname "expbench@%h" --loglevel INFO &
+pids+=($!)
+celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO &
+pids+=($!)
+
+echo
+echo "ExpBench is running at http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/docs/)"
+echo "Admin: python manage.py createsuperuser, then http://$HOST:$PORT/admin/   Stop with Ctrl-C."
+echo
+# Stop everything as soon as one of the three exits.
+wait -n "${pids[@]}"

@@ -1,0 +1,76 @@
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from . import services
+from .models import Status, Submission
+from .serializers import SubmissionCreateSerializer, SubmissionSerializer, SubmissionUpdateSerializer
+
+
+def create_submission_response(request, task):
+    """Shared by the task endpoint: validate fields, then the file, and answer 201 or 4xx."""
+    form = SubmissionCreateSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    try:
+        submission = services.submit_predictions(user=request.user, task=task, uploaded_file=form.validated_data["file"],
+                                                 **{k: v for k, v in form.validated_data.items() if k != "file"})
+    except services.SubmissionRefused as exc:
+        return Response({"error": exc.message}, status=exc.status_code)
+    if submission.status == Status.REJECTED:
+        return Response(
+            {"id": submission.pk, "status": submission.status, "error": submission.error_message,
+             "category": submission.error_category},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return Response({"id": submission.pk, "status": submission.status}, status=status.HTTP_201_CREATED)
+
+
+class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
+                        viewsets.GenericViewSet):
+    """Your submissions (list), and any of yours or any public scored one (detail)."""
+
+    serializer_class = SubmissionSerializer
+    http_method_names = ["get", "patch", "post", "head", "options"]
+
+    def get_queryset(self):
+        user = self.request.user
+        base = Submission.objects.select_related("task", "test_set", "user__profile").defer("item_scores", "test_set__gold")
+        if self.action == "retrieve":
+            visible = Q(public=True, status=Status.SCORED)
+            if user.is_authenticated:
+                visible |= Q(user=user)
+            return base.filter(visible)
+        if not user.is_authenticated:
+            return base.none()
+        return base.filter(user=user)
+
+    def get_permissions(self):
+        if self.action == "retrieve":
+            return []
+        return [IsAuthenticated()]
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return SubmissionUpdateSerializer
+        return SubmissionSerializer
+
+    def update(self, request, *args, **kwargs):
+        """PATCH method_name, description, url or public (e.g. hide from the leaderboard)."""
+        submission = self.get_object()
+        form = SubmissionUpdateSerializer(submission, data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        form.save()
+        return Response(SubmissionSerializer(submission).data)
+
+    @extend_schema(request=None, responses=SubmissionSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        submission = self.get_object()
+        try:
+            services.cancel(submission)
+        except services.SubmissionRefused as exc:
+            return Response({"error": exc.message}, status=exc.status_code)
+        return Response(SubmissionSerializer(submission).data)

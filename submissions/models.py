@@ -1,0 +1,141 @@
+"""What people send: a submission and its lifecycle.
+
+Status machine (SPEC §4): uploaded -> queued -> running -> scored | failed, plus rejected
+(invalid input) and cancelled (withdrawn before scoring started). Every change goes through
+``Submission.transition`` or a conditional UPDATE in ``submissions.lifecycle`` that checks the
+current status, so two workers can never both move the same submission.
+"""
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Status(models.TextChoices):
+    UPLOADED = "uploaded", "Uploaded"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SCORED = "scored", "Scored"
+    FAILED = "failed", "Failed"
+    REJECTED = "rejected", "Rejected"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+LEGAL_TRANSITIONS = {
+    Status.UPLOADED: {Status.QUEUED, Status.REJECTED},
+    Status.QUEUED: {Status.RUNNING, Status.FAILED, Status.CANCELLED},
+    # running -> queued: the reaper gives back a run whose worker vanished.
+    Status.RUNNING: {Status.SCORED, Status.FAILED, Status.REJECTED, Status.QUEUED},
+    # A platform failure can be retried; a scored submission can be re-scored by maintainers.
+    Status.FAILED: {Status.QUEUED},
+    Status.SCORED: {Status.QUEUED},
+    Status.REJECTED: set(),
+    Status.CANCELLED: set(),
+}
+TERMINAL = {Status.SCORED, Status.FAILED, Status.REJECTED, Status.CANCELLED}
+
+
+class ErrorCategory(models.TextChoices):
+    INVALID_INPUT = "invalid_input", "Invalid file"
+    WORKER_LOST = "worker_lost", "Scoring worker lost"
+    SCORER_ERROR = "scorer_error", "Internal scoring error"
+    TEST_SET_GONE = "test_set_gone", "Test set withdrawn"
+
+
+# Failures caused by the platform, not by the researcher: they are refunded (not counted
+# against the quota) and can be retried.
+PLATFORM_CATEGORIES = {ErrorCategory.WORKER_LOST, ErrorCategory.SCORER_ERROR, ErrorCategory.TEST_SET_GONE}
+
+ERROR_HELP = {
+    ErrorCategory.INVALID_INPUT: "The file does not follow the prediction format. Fix it and upload again; "
+    "rejected files do not count against your quota.",
+    ErrorCategory.WORKER_LOST: "The scoring worker stopped repeatedly while scoring this file. "
+    "This is our fault; it does not count against your quota and maintainers can retry it.",
+    ErrorCategory.SCORER_ERROR: "The scorer failed on this file. This is our fault; it does not count "
+    "against your quota and maintainers can retry it.",
+    ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
+}
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def submission_upload_path(instance, filename):
+    # Random names: uploaded files are private and never guessable.
+    return f"submissions/{instance.task_id}/{uuid.uuid4().hex}.json"
+
+
+class Submission(models.Model):
+    PREDICTIONS = "predictions"
+    KIND_CHOICES = [(PREDICTIONS, "Prediction file")]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    task = models.ForeignKey("benchmark.Task", on_delete=models.PROTECT, related_name="submissions")
+    test_set = models.ForeignKey("benchmark.TestSet", on_delete=models.PROTECT, related_name="submissions")
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=PREDICTIONS)
+
+    method_name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    url = models.URLField(blank=True)
+    public = models.BooleanField(default=True, help_text="Shown on the public leaderboard once scored.")
+
+    file = models.FileField(upload_to=submission_upload_path, blank=True)
+    original_filename = models.CharField(max_length=255, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.UPLOADED, db_index=True)
+    error_category = models.CharField(max_length=20, choices=ErrorCategory.choices, blank=True)
+    error_message = models.TextField(blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    scorer_version = models.CharField(max_length=40, blank=True)
+    scores = models.JSONField(default=dict, blank=True)
+    ci = models.JSONField(default=dict, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    unanswered = models.PositiveIntegerField(default=0)
+    # Per-question results: used for CIs and diagnostics, never shown for hidden splits.
+    item_scores = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["task", "status", "public"])]
+
+    def __str__(self):
+        return f"#{self.pk} {self.method_name} ({self.status})"
+
+    def get_absolute_url(self):
+        return reverse("submission-detail", args=[self.pk])
+
+    @property
+    def is_terminal(self):
+        return self.status in TERMINAL
+
+    @property
+    def error_help(self):
+        return ERROR_HELP.get(self.error_category, "")
+
+    @property
+    def team(self):
+        profile = getattr(self.user, "profile", None)
+        return (profile.team if profile and profile.team else "") or self.user.username
+
+    def transition(self, new_status, **fields):
+        """Move to ``new_status`` if legal from the status this instance holds, updating the row
+        only if nobody else moved it meanwhile. Returns True when this call made the change."""
+        if new_status not in LEGAL_TRANSITIONS[Status(self.status)]:
+            raise IllegalTransition(f"{self.status} -> {new_status}")
+        updated = Submission.objects.filter(pk=self.pk, status=self.status).update(status=new_status, **fields)
+        if updated:
+            self.status = new_status
+            for name, value in fields.items():
+                setattr(self, name, value)
+        return bool(updated)

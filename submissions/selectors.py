@@ -1,0 +1,13 @@
+"""Read-side queries other apps use."""
+from .models import Status, Submission
+
+
+def public_scored_submissions(task, test_set):
+    if test_set is None:
+        return Submission.objects.none()
+    return (
+        Submission.objects.filter(task=task, test_set=test_set, status=Status.SCORED, public=True)
+        .select_related("user__profile")
+        .defer("item_scores")
+        .order_by("finished_at", "pk")
+    )

@@ -1,0 +1,39 @@
+from rest_framework import serializers
+
+from .models import Submission
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=True, use_url=False)
+    method_name = serializers.CharField(max_length=120)
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+    url = serializers.URLField(required=False, allow_blank=True, default="")
+    public = serializers.BooleanField(required=False, default=True)
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    task = serializers.SlugRelatedField(read_only=True, slug_field="slug")
+    test_set_version = serializers.CharField(source="test_set.version", read_only=True)
+    team = serializers.CharField(read_only=True)
+    error = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        # Never item_scores: per-question results of hidden splits stay on the server.
+        fields = [
+            "id", "task", "test_set_version", "kind", "method_name", "team", "description", "url", "public",
+            "status", "error", "scores", "ci", "total", "unanswered", "attempts", "scorer_version",
+            "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
+        ]
+        read_only_fields = [f for f in fields if f not in ("method_name", "description", "url", "public")]
+
+    def get_error(self, sub) -> dict | None:
+        if not sub.error_category:
+            return None
+        return {"category": sub.error_category, "message": sub.error_message, "help": sub.error_help}
+
+
+class SubmissionUpdateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Submission
+        fields = ["method_name", "description", "url", "public"]

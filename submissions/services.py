@@ -1,0 +1,196 @@
+"""Creating and scoring submissions: the named functions views, the API and tasks call."""
+import hashlib
+import logging
+from datetime import datetime, time, timedelta, timezone as dt_timezone
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.models import Task
+from scoring import expmrc, stats
+
+from . import lifecycle
+from .models import PLATFORM_CATEGORIES, ErrorCategory, Status, Submission
+
+log = logging.getLogger(__name__)
+
+SCORER_VERSION = "expmrc-1/nltk-3.9.2"
+
+
+class SubmissionRefused(Exception):
+    """The upload cannot be accepted at all (closed task, quota); nothing is stored."""
+
+    def __init__(self, message, status_code=400):
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+class QuotaExceeded(SubmissionRefused):
+    def __init__(self, message):
+        super().__init__(message, status_code=429)
+
+
+def quota_for(task):
+    return task.daily_quota if task.daily_quota is not None else settings.SUBMISSIONS_PER_DAY
+
+
+def utc_day_bounds(now=None):
+    now = now or timezone.now()
+    start = datetime.combine(now.astimezone(dt_timezone.utc).date(), time.min, tzinfo=dt_timezone.utc)
+    return start, start + timedelta(days=1)
+
+
+def submissions_counted_today(user, task):
+    """Submissions that use up today's quota: everything accepted, except failures that were
+    the platform's fault (refunded). Rejected files never count."""
+    start, end = utc_day_bounds()
+    today = Submission.objects.filter(user=user, task=task, created_at__gte=start, created_at__lt=end)
+    return today.exclude(status__in=[Status.REJECTED, Status.CANCELLED]).exclude(
+        status=Status.FAILED, error_category__in=PLATFORM_CATEGORIES
+    ).count()
+
+
+def quota_status(user, task):
+    limit = quota_for(task)
+    used = submissions_counted_today(user, task)
+    _, reset = utc_day_bounds()
+    return {"limit": limit, "used": used, "remaining": max(limit - used, 0), "resets_at": reset}
+
+
+def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True):
+    """Validate an uploaded prediction file and create the submission.
+
+    Returns the Submission: ``queued`` when the file is valid (scoring is sent after commit),
+    ``rejected`` with a precise message when it is not (kept, so the researcher sees it in
+    their list; it costs no quota). Raises SubmissionRefused when nothing can be accepted.
+    """
+    if not task.accepts_submissions:
+        raise SubmissionRefused(f"Task {task.slug} does not accept submissions at the moment.")
+    test_set = task.current_test_set()
+    if test_set is None:
+        raise SubmissionRefused(f"Task {task.slug} has no test set yet.")
+
+    submission = Submission(
+        user=user,
+        task=task,
+        test_set=test_set,
+        method_name=method_name,
+        description=description,
+        url=url,
+        public=public,
+        original_filename=(getattr(uploaded_file, "name", "") or "")[-255:],
+        size=uploaded_file.size,
+    )
+    error = None
+    raw = None
+    if uploaded_file.size > settings.SUBMISSION_MAX_BYTES:
+        error = (
+            f"File is {uploaded_file.size:,} bytes; the limit is {settings.SUBMISSION_MAX_BYTES:,} bytes."
+        )
+    else:
+        raw = b"".join(uploaded_file.chunks())
+        try:
+            expmrc.parse_predictions(
+                raw, expmrc.KeySpec.from_dict(test_set.key_spec), max_bytes=settings.SUBMISSION_MAX_BYTES
+            )
+        except expmrc.InvalidPredictions as exc:
+            error = str(exc)
+
+    if error is not None:
+        submission.status = Status.REJECTED
+        submission.error_category = ErrorCategory.INVALID_INPUT
+        submission.error_message = error
+        if raw is not None:
+            submission.sha256 = hashlib.sha256(raw).hexdigest()
+            submission.file.save(submission_upload_name(), ContentFile(raw), save=False)
+        submission.save()
+        return submission
+
+    submission.sha256 = hashlib.sha256(raw).hexdigest()
+    with transaction.atomic():
+        # Lock the task row so concurrent uploads by the same user cannot both pass the quota
+        # check (PostgreSQL: row lock; SQLite: IMMEDIATE transactions serialise writers).
+        Task.objects.select_for_update().get(pk=task.pk)
+        quota = quota_status(user, task)
+        if quota["remaining"] <= 0:
+            raise QuotaExceeded(
+                f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}. "
+                f"It resets at {quota['resets_at']:%Y-%m-%d %H:%M} UTC."
+            )
+        submission.file.save(submission_upload_name(), ContentFile(raw), save=False)
+        submission.save()
+        lifecycle.mark_queued(submission)
+    return submission
+
+
+def submission_upload_name():
+    return "predictions.json"
+
+
+def run_scoring(submission):
+    """Score a claimed (running) submission and store the result. Called by the worker."""
+    if submission.test_set is None:
+        return lifecycle.fail_run(submission, ErrorCategory.TEST_SET_GONE, "The test set no longer exists.")
+    spec = expmrc.KeySpec.from_dict(submission.test_set.key_spec)
+    try:
+        with submission.file.open("rb") as handle:
+            raw = handle.read()
+    except OSError:
+        log.error("submission %s: stored file missing", submission.pk)
+        return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
+    try:
+        predictions = expmrc.parse_predictions(raw, spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
+    except expmrc.InvalidPredictions as exc:
+        return lifecycle.reject_run(submission, str(exc))
+    try:
+        result = expmrc.score_predictions(submission.test_set.gold, predictions)
+    except Exception as exc:
+        # Only the exception type is logged: messages could quote gold text.
+        log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
+        return lifecycle.fail_run(
+            submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
+        )
+    return lifecycle.store_scores(submission, **scores_from_result(submission.task, result))
+
+
+def scores_from_result(task, result):
+    """API-shaped scores (official 0-100 scale) and 95% bootstrap CIs from an ExpmrcScore."""
+    per_metric = {
+        task.answer_metric: [q["answer"] * 100 for q in result.per_question],
+        "evidence_f1": [q["evidence"] * 100 for q in result.per_question],
+        "overall_f1": [q["overall"] * 100 for q in result.per_question],
+    }
+    scores = {task.answer_metric: result.answer, "evidence_f1": result.evidence, "overall_f1": result.overall}
+    ci = {
+        metric: list(stats.bootstrap_ci(values, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
+        for metric, values in per_metric.items()
+    }
+    item_scores = [[q["answer"], q["evidence"], q["overall"]] for q in result.per_question]
+    return {
+        "scores": scores,
+        "ci": ci,
+        "item_scores": item_scores,
+        "total": result.total,
+        "unanswered": result.unanswered,
+        "scorer_version": SCORER_VERSION,
+    }
+
+
+def cancel(submission):
+    """Withdraw a submission that has not started scoring."""
+    if submission.status != Status.QUEUED:
+        raise SubmissionRefused(f"Only queued submissions can be cancelled; this one is {submission.status}.", 409)
+    if not submission.transition(Status.CANCELLED, finished_at=timezone.now()):
+        raise SubmissionRefused("The submission started scoring meanwhile; it can no longer be cancelled.", 409)
+    return submission
+
+
+def retry(submission):
+    """Maintainers: send a failed or scored submission back to the queue."""
+    if submission.status not in (Status.FAILED, Status.SCORED):
+        raise SubmissionRefused(f"Cannot retry a {submission.status} submission.", 409)
+    with transaction.atomic():
+        return lifecycle.mark_queued(submission)

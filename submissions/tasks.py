@@ -1,0 +1,32 @@
+"""Celery tasks: thin wrappers that claim, call a service and store."""
+import logging
+import os
+import time
+
+from celery import shared_task
+
+from . import lifecycle, services
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="submissions.tasks.score_submission", acks_late=True, reject_on_worker_lost=True)
+def score_submission(submission_id):
+    submission = lifecycle.start_run(submission_id)
+    if submission is None:
+        return "skipped"
+    # Fault-injection hook for the worker-kill test: holds the claimed run open so the test
+    # can kill the worker mid-scoring. Unset in normal operation.
+    delay = float(os.environ.get("EXPBENCH_TEST_SCORING_DELAY", "0") or 0)
+    if delay:
+        time.sleep(delay)
+    services.run_scoring(submission)
+    return submission.status
+
+
+@shared_task(name="submissions.tasks.reap_stuck_submissions")
+def reap_stuck_submissions():
+    counts = lifecycle.reap_stuck()
+    if any(counts.values()):
+        log.warning("reaper: %s", counts)
+    return counts

@@ -1,0 +1,110 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from benchmark.models import Task
+
+from . import services
+from .forms import PredictionUploadForm
+from .models import Status, Submission
+
+
+@login_required
+def submit(request, slug):
+    task = get_object_or_404(Task, slug=slug)
+    quota = services.quota_status(request.user, task)
+    rejected = None
+    if request.method == "POST":
+        form = PredictionUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                submission = services.submit_predictions(
+                    user=request.user, task=task, uploaded_file=data["file"], method_name=data["method_name"],
+                    description=data["description"], url=data["url"], public=data["public"],
+                )
+            except services.SubmissionRefused as exc:
+                form.add_error(None, exc.message)
+            else:
+                if submission.status == Status.REJECTED:
+                    rejected = submission
+                    form.add_error("file", submission.error_message)
+                else:
+                    return redirect(submission)
+    else:
+        form = PredictionUploadForm()
+    status = 400 if request.method == "POST" else 200
+    return render(request, "submissions/submit.html",
+                  {"task": task, "form": form, "quota": quota, "rejected": rejected}, status=status)
+
+
+def visible_submission(request, pk):
+    submission = get_object_or_404(
+        Submission.objects.select_related("task", "test_set", "user__profile").defer(
+            "item_scores", "test_set__gold", "test_set__public_inputs"), pk=pk)
+    if submission.user_id != getattr(request.user, "id", None) and not (
+        submission.public and submission.status == Status.SCORED
+    ):
+        raise Http404("No such submission")
+    return submission
+
+
+def detail(request, pk):
+    submission = visible_submission(request, pk)
+    ahead = None
+    if submission.status == Status.QUEUED:
+        ahead = Submission.objects.filter(
+            status__in=[Status.QUEUED, Status.RUNNING], queued_at__lt=submission.queued_at
+        ).count()
+    rows = []
+    for key, label in submission.task.metric_columns:
+        ci = submission.ci.get(key)
+        rows.append({"label": label, "value": submission.scores.get(key),
+                     "low": ci[0] if ci else None, "high": ci[1] if ci else None})
+    steps = [Status.UPLOADED, Status.QUEUED, Status.RUNNING, Status.SCORED]
+    reached = {Status.UPLOADED: 0, Status.QUEUED: 1, Status.RUNNING: 2, Status.SCORED: 3}.get(submission.status, -1)
+    return render(request, "submissions/detail.html", {
+        "submission": submission,
+        "rows": rows,
+        "ahead": ahead,
+        "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],
+        "is_owner": submission.user_id == getattr(request.user, "id", None),
+        "refresh": not submission.is_terminal,
+    })
+
+
+@login_required
+def my_submissions(request):
+    submissions = (
+        Submission.objects.filter(user=request.user).select_related("task")
+        .defer("item_scores").order_by("-created_at", "-id")
+    )
+    return render(request, "submissions/list.html", {"submissions": submissions})
+
+
+def owned(request, pk):
+    return get_object_or_404(Submission.objects.defer("item_scores"), pk=pk, user=request.user)
+
+
+@login_required
+@require_POST
+def cancel(request, pk):
+    submission = owned(request, pk)
+    try:
+        services.cancel(submission)
+        messages.success(request, "Submission cancelled.")
+    except services.SubmissionRefused as exc:
+        messages.error(request, exc.message)
+    return redirect(submission)
+
+
+@login_required
+@require_POST
+def toggle_public(request, pk):
+    submission = owned(request, pk)
+    submission.public = not submission.public
+    submission.save(update_fields=["public"])
+    messages.success(request, "Shown on the public leaderboard." if submission.public else "Hidden from the leaderboard.")
+    return redirect(submission)
