@@ -1,0 +1,523 @@
+"""ExpMRC scorer: answer + evidence F1, identical to the official ``eval_expmrc.py``.
+
+Pure functions over plain dicts (no Django). Behaviour follows
+``shared/reference/expmrc.md`` §5 exactly, including its quirks (§7); uploads are validated
+more strictly than the official script does (SPEC §5), and no error message ever carries gold
+text, only paths, ids and field names.
+"""
+from __future__ import annotations
+
+import codecs
+import functools
+import json
+import re
+import string
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Sequence
+
+import nltk
+from nltk.tokenize import word_tokenize
+
+# The vendored Punkt model goes first so nothing is looked up elsewhere or downloaded.
+_NLTK_DATA = str(Path(__file__).resolve().parent / "resources" / "nltk_data")
+if _NLTK_DATA not in nltk.data.path:
+    nltk.data.path.insert(0, _NLTK_DATA)
+
+SPAN, MULTICHOICE = "span", "multichoice"
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+TOKEN_CACHE_SIZE = 1 << 15  # distinct strings (~2 KB each); the 4 dev sets + their samples need ~6k
+
+
+class InvalidGold(ValueError):
+    """The gold / test-set file is malformed (the message names a path, never gold text)."""
+
+
+class InvalidPredictions(ValueError):
+    """An uploaded prediction file is rejected (one line; ids, fields, lines; no gold text)."""
+
+
+# --------------------------------------------------------------------------- tokenization
+
+# The official 33 "special" items. "……" is two characters, so it can never match the
+# single-character segmentation test, but its characters do join the punctuation set.
+SPECIAL_ITEMS = (
+    "-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=",
+    "，", "。", "：", "？", "！", "“", "”", "；", "’", "《", "》", "……",
+    "·", "、", "「", "」", "（", "）", "－", "～", "『", "』",
+)
+_PUNCTUATION_CHARS = frozenset(string.punctuation + "".join(SPECIAL_ITEMS))
+_ARTICLES = frozenset(("a", "an", "the"))
+# One capture group of single characters: re.split alternates NLTK runs and one-char tokens.
+_SINGLE_CHAR_TOKEN = re.compile(
+    "([\u4e00-\u9fa5"
+    + "".join(re.escape(item) for item in SPECIAL_ITEMS if len(item) == 1)
+    + "])"
+)
+
+
+def mixed_segmentation(text: object) -> list[str]:
+    """Official segmentation: each CJK char (U+4E00–U+9FA5) and special char is a token,
+    every run of other characters goes through ``nltk.word_tokenize``."""
+    tokens: list[str] = []
+    pieces = _SINGLE_CHAR_TOKEN.split(str(text).strip())
+    for index, piece in enumerate(pieces):
+        if index % 2:
+            tokens.append(piece)
+        elif piece and not piece.isspace():  # word_tokenize of blanks is [], skip the call
+            tokens.extend(word_tokenize(piece))
+    return tokens
+
+
+def normalize_tokens(tokens: Sequence[str]) -> list[str]:
+    """Drop exact ``a``/``an``/``the`` (checked before lower-casing, so "The" stays) and
+    one-character punctuation tokens; lower-case the rest."""
+    return [
+        token.lower()
+        for token in tokens
+        if token not in _ARTICLES and token not in _PUNCTUATION_CHARS
+    ]
+
+
+@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
+def _token_bag(text: str) -> tuple[dict[str, int], int]:
+    """Normalized token counts and token total of a string. Cached because gold strings
+    recur in every submission scored by a long-lived worker; callers must not mutate it."""
+    tokens = normalize_tokens(mixed_segmentation(text))
+    return dict(Counter(tokens)), len(tokens)
+
+
+def clear_token_cache() -> None:
+    _token_bag.cache_clear()
+
+
+def f1_against_references(references: Sequence[str], prediction: object) -> float:
+    """Bag-of-tokens F1 of ``prediction``, maximum over ``references`` (official formula)."""
+    if not references:
+        raise ValueError("f1_against_references needs at least one reference")
+    predicted, predicted_len = _token_bag(str(prediction))
+    best = 0.0
+    for reference in references:
+        gold, gold_len = _token_bag(str(reference))
+        if gold_len == 0 or predicted_len == 0:
+            score = 1.0 if gold_len == predicted_len else 0.0  # both empty -> 1, one empty -> 0
+        else:
+            smaller, larger = (gold, predicted) if len(gold) <= len(predicted) else (predicted, gold)
+            common = 0
+            for token, count in smaller.items():
+                other = larger.get(token)
+                if other:
+                    common += count if count < other else other
+            if common == 0:
+                score = 0.0
+            else:
+                precision = 1.0 * common / predicted_len
+                recall = 1.0 * common / gold_len
+                score = (2 * precision * recall) / (precision + recall)
+        if score > best:
+            best = score
+    return best
+
+
+def answer_f1(gold_answers: Sequence[str], predicted_answer: object) -> float:
+    """Span answer score: F1 against the reference answer texts."""
+    return f1_against_references(gold_answers, predicted_answer)
+
+
+def evidence_f1(gold_evidences: Sequence[str], predicted_evidence: object) -> float:
+    """Evidence score (span and multi-choice): F1 against the reference evidences."""
+    return f1_against_references(gold_evidences, predicted_evidence)
+
+
+def choice_score(gold_letter: str, predicted_answer: object) -> float:
+    """Multi-choice answer score: raw equality, so "c", "C " or 2 score 0 as officially."""
+    return 1.0 if predicted_answer == gold_letter else 0.0
+
+
+# --------------------------------------------------------------------------- gold
+
+_JSON_TYPE_NAMES = {
+    dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+    int: "a number", float: "a number", type(None): "null",
+}
+
+
+def _json_type(value: object) -> str:
+    return "an object" if isinstance(value, _JsonObject) else _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+class _GoldQuestion(NamedTuple):
+    key: str
+    answers: tuple[str, ...]  # span: reference answer texts; multi-choice: (gold letter,)
+    evidences: tuple[str, ...]
+
+
+def task_kind(gold: dict) -> str:
+    """Official dispatch on a substring of ``gold["version"]``."""
+    if not isinstance(gold, dict):
+        raise InvalidGold(f"top level must be a JSON object, found {_json_type(gold)}")
+    version = gold.get("version")
+    if not isinstance(version, str):
+        raise InvalidGold(f"version must be a string, found {_json_type(version)}")
+    if "squad" in version or "cmrc2018" in version:
+        return SPAN
+    if "race" in version or "c3" in version:
+        return MULTICHOICE
+    raise InvalidGold(f"Unsupported version: {version!r}")
+
+
+def _field(container: dict, name: str, expected: type, path: str) -> Any:
+    field_path = f"{path}.{name}" if path else name
+    if name not in container:
+        raise InvalidGold(f"{field_path} is missing")
+    value = container[name]
+    if not isinstance(value, expected):
+        raise InvalidGold(f"{field_path} must be {_JSON_TYPE_NAMES[expected]}, found {_json_type(value)}")
+    return value
+
+
+def _strings(values: list, path: str, *, non_empty: bool) -> tuple[str, ...]:
+    if non_empty and not values:
+        raise InvalidGold(f"{path} must not be empty")
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise InvalidGold(f"{path}[{index}] must be a string, found {_json_type(value)}")
+    return tuple(values)
+
+
+def _objects(values: list, path: str):
+    for index, value in enumerate(values):
+        item_path = f"{path}[{index}]"
+        if not isinstance(value, dict):
+            raise InvalidGold(f"{item_path} must be an object, found {_json_type(value)}")
+        yield item_path, value
+
+
+def _span_questions(data: list):
+    for article_path, article in _objects(data, "data"):
+        paragraphs_path = f"{article_path}.paragraphs"
+        for paragraph_path, paragraph in _objects(_field(article, "paragraphs", list, article_path), paragraphs_path):
+            _field(paragraph, "context", str, paragraph_path)
+            qas_path = f"{paragraph_path}.qas"
+            for qa_path, qa in _objects(_field(paragraph, "qas", list, paragraph_path), qas_path):
+                key = _field(qa, "id", str, qa_path)
+                _field(qa, "question", str, qa_path)
+                answers = _field(qa, "answers", list, qa_path)
+                if not answers:
+                    raise InvalidGold(f"{qa_path}.answers must not be empty")
+                # answer_start is ignored by the scorer (11 CMRC answers carry -1): not checked.
+                texts = tuple(_field(answer, "text", str, path) for path, answer in _objects(answers, f"{qa_path}.answers"))
+                evidences = _strings(_field(qa, "evidences", list, qa_path), f"{qa_path}.evidences", non_empty=True)
+                yield f"{qa_path}.id", _GoldQuestion(key, texts, evidences)
+
+
+_LETTERS = string.ascii_uppercase
+
+
+def _multichoice_questions(data: list):
+    for path, passage in _objects(data, "data"):
+        passage_id = _field(passage, "id", str, path)
+        _field(passage, "article", str, path)
+        questions = _strings(_field(passage, "questions", list, path), f"{path}.questions", non_empty=False)
+        columns = {name: _field(passage, name, list, path) for name in ("options", "answers", "evidences")}
+        for name, column in columns.items():
+            if len(column) != len(questions):
+                raise InvalidGold(f"{path}.{name} has {len(column)} items but {path}.questions has {len(questions)}")
+        for j in range(len(questions)):
+            options_path = f"{path}.options[{j}]"
+            options = columns["options"][j]
+            if not isinstance(options, list):
+                raise InvalidGold(f"{options_path} must be an array, found {_json_type(options)}")
+            _strings(options, options_path, non_empty=True)
+            if len(options) > len(_LETTERS):
+                raise InvalidGold(f"{options_path} has {len(options)} options, more than {len(_LETTERS)}")
+            letter = columns["answers"][j]
+            if not (isinstance(letter, str) and len(letter) == 1 and letter in _LETTERS[: len(options)]):
+                # Name the allowed letters, not the value: gold must not leak.
+                raise InvalidGold(f"{path}.answers[{j}] must be one of the question's option letters "
+                                  f"{', '.join(_LETTERS[: len(options)])}")
+            evidences_path = f"{path}.evidences[{j}]"
+            evidences = columns["evidences"][j]
+            if not isinstance(evidences, list):
+                raise InvalidGold(f"{evidences_path} must be an array, found {_json_type(evidences)}")
+            evidences = _strings(evidences, evidences_path, non_empty=True)
+            # passage_id + "-" + j, never parsed back: passage ids contain "-" ("m6-80").
+            yield f"{path} question {j}", _GoldQuestion(f"{passage_id}-{j}", (letter,), evidences), len(options)
+
+
+def _gold_questions(gold: dict) -> tuple[str, list[_GoldQuestion], int]:
+    """Validate ``gold`` and return (kind, questions in official order, largest option count)."""
+    kind = task_kind(gold)
+    data = _field(gold, "data", list, "")
+    questions: list[_GoldQuestion] = []
+    first_seen: dict[str, str] = {}
+    max_options = 0
+    if kind == SPAN:
+        items = ((path, question, 0) for path, question in _span_questions(data))
+    else:
+        items = _multichoice_questions(data)
+    for path, question, option_count in items:
+        if question.key in first_seen:
+            raise InvalidGold(f"{path}: duplicate question key {question.key!r} (first at {first_seen[question.key]})")
+        first_seen[question.key] = path
+        questions.append(question)
+        max_options = max(max_options, option_count)
+    if not questions:
+        raise InvalidGold("data holds no questions")
+    return kind, questions, max_options
+
+
+def check_gold(gold: dict) -> None:
+    """Raise InvalidGold unless ``gold`` is a well-formed ExpMRC test set."""
+    _gold_questions(gold)
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """What upload validation needs to know about a test set; holds no gold text."""
+
+    kind: str
+    keys: tuple[str, ...]  # question keys in official file order
+    option_letters: str  # multi-choice: "A".. up to the largest option count; "" for span
+
+    def __post_init__(self):
+        object.__setattr__(self, "keys", tuple(self.keys))
+
+    @functools.cached_property
+    def key_set(self) -> frozenset[str]:
+        return frozenset(self.keys)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "keys": list(self.keys), "option_letters": self.option_letters}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> KeySpec:
+        if d.get("kind") not in (SPAN, MULTICHOICE):
+            raise ValueError(f"KeySpec kind must be {SPAN!r} or {MULTICHOICE!r}")
+        keys, letters = d.get("keys"), d.get("option_letters")
+        if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+            raise ValueError("KeySpec keys must be a list of strings")
+        if not isinstance(letters, str):
+            raise ValueError("KeySpec option_letters must be a string")
+        return cls(d["kind"], tuple(keys), letters)
+
+
+def key_spec(gold: dict) -> KeySpec:
+    kind, questions, max_options = _gold_questions(gold)
+    return KeySpec(kind, tuple(question.key for question in questions), _LETTERS[:max_options])
+
+
+# --------------------------------------------------------------------------- predictions
+
+class _JsonObject(list):
+    """A JSON object as its raw (key, value) pairs, so duplicated keys stay visible."""
+
+
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAX_LISTED = 5
+
+
+def _top_level_key_offsets(text: str) -> list[int]:
+    """Character offset of every top-level key of a JSON text already known to be a valid
+    object. Only run on the error path, to give line numbers; values are skipped with the
+    C scanner."""
+    decoder, skip = json.JSONDecoder(), _JSON_WHITESPACE.match
+    offsets: list[int] = []
+    pos = skip(text, skip(text, 0).end() + 1).end()  # past "{"
+    while text[pos] != "}":
+        offsets.append(pos)
+        _, pos = json.decoder.scanstring(text, pos + 1)
+        pos = skip(text, skip(text, pos).end() + 1).end()  # past ":"
+        _, pos = decoder.raw_decode(text, pos)
+        pos = skip(text, pos).end()
+        if text[pos] == ",":
+            pos = skip(text, pos + 1).end()
+    return offsets
+
+
+class _Problems:
+    """Collects offending top-level entries and renders one line naming the first few."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._offsets: list[int] | None = None
+        self.found: list[tuple[int, str]] = []  # (index of the top-level pair, description)
+
+    def add(self, index: int, description: str) -> None:
+        self.found.append((index, description))
+
+    def line(self, index: int) -> int:
+        if self._offsets is None:
+            self._offsets = _top_level_key_offsets(self._text)
+        return self._text.count("\n", 0, self._offsets[index]) + 1
+
+    def raise_if_any(self, summary: str) -> None:
+        if not self.found:
+            return
+        shown = "; ".join(f"line {self.line(i)}: {what}" for i, what in self.found[:_MAX_LISTED])
+        more = len(self.found) - _MAX_LISTED
+        raise InvalidPredictions(f"{summary}: {shown}" + (f"; and {more} more" if more > 0 else ""))
+
+
+def _show(value: str, limit: int = 40) -> str:
+    """A submitter's own string, quoted on one line and shortened."""
+    return json.dumps(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+def _decode_utf8(raw: bytes) -> str:
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        hint = ""
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            hint = " (it looks like UTF-16: save it as UTF-8)"
+        raise InvalidPredictions(
+            f"prediction file is not UTF-8: invalid byte 0x{raw[exc.start]:02x} at line {line} "
+            f"(byte offset {exc.start}){hint}") from None
+
+
+def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, dict]:
+    """Validate an uploaded prediction file (SPEC §5) and return ``{key: {"answer", "evidence"}}``.
+
+    Missing keys are allowed (they score 0); extra fields inside an entry are ignored and dropped.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > max_bytes:
+        raise InvalidPredictions(f"prediction file is {len(raw):,} bytes, over the limit of {max_bytes:,} bytes")
+    text = _decode_utf8(bytes(raw))
+    try:
+        document = json.loads(text, object_pairs_hook=_JsonObject)
+    except json.JSONDecodeError as exc:
+        raise InvalidPredictions(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InvalidPredictions("not valid JSON for a prediction file: nested too deeply") from None
+    if not isinstance(document, _JsonObject):
+        raise InvalidPredictions(
+            'top level must be a JSON object {"<question key>": {"answer": ..., "evidence": ...}}, '
+            f"found {_json_type(document)}")
+
+    problems = _Problems(text)
+    first_index: dict[str, int] = {}
+    for index, (key, value) in enumerate(document):
+        if key in first_index:
+            problems.add(index, f"{_show(key)} (first at line {problems.line(first_index[key])})")
+        else:
+            first_index[key] = index
+        if isinstance(value, _JsonObject):
+            names = [name for name, _ in value]
+            for name in ("answer", "evidence"):
+                if names.count(name) > 1:
+                    problems.add(index, f'{_show(key)}: field "{name}" appears more than once')
+    problems.raise_if_any("duplicated keys")
+
+    predictions: dict[str, dict] = {}
+    problems = _Problems(text)
+    for index, (key, value) in enumerate(document):
+        if not isinstance(value, _JsonObject):
+            problems.add(index, f'{_show(key)}: entry is {_json_type(value)}, expected an object with "answer" and "evidence"')
+            continue
+        fields = dict(value)
+        entry = {}
+        for name in ("answer", "evidence"):
+            if name not in fields:
+                problems.add(index, f'{_show(key)}: field "{name}" is missing')
+            elif not isinstance(fields[name], str):
+                problems.add(index, f'{_show(key)}: field "{name}" is {_json_type(fields[name])}, expected a string')
+            elif _SURROGATE.search(fields[name]):
+                problems.add(index, f'{_show(key)}: field "{name}" holds an unpaired \\u surrogate escape')
+            else:
+                entry[name] = fields[name]
+        predictions[key] = entry
+    problems.raise_if_any("invalid entries")
+
+    if spec.kind == MULTICHOICE:
+        allowed = spec.option_letters
+        problems = _Problems(text)
+        for index, (key, entry) in enumerate(predictions.items()):
+            answer = entry["answer"]
+            if len(answer) != 1 or answer not in allowed:
+                problems.add(index, f'{_show(key)}: "answer" is {_show(answer, 12)}')
+        problems.raise_if_any(f'multi-choice "answer" must be one uppercase option letter ({", ".join(allowed)})')
+
+    problems = _Problems(text)
+    for index, key in enumerate(predictions):
+        if key not in spec.key_set:
+            problems.add(index, _show(key))
+    problems.raise_if_any("keys not in the test set")
+    return predictions
+
+
+# --------------------------------------------------------------------------- scoring
+
+@dataclass
+class ExpmrcScore:
+    kind: str
+    version: str
+    answer: float  # official 0-100 scale: ANS_F1 (answer accuracy for multi-choice)
+    evidence: float  # EVI_F1
+    overall: float  # ALL_F1: mean of per-question answer x evidence, not answer x evidence
+    total: int
+    unanswered: int
+    per_question: list[dict] = field(default_factory=list)  # file order, scores in 0..1
+
+    def official_dict(self, file: str) -> dict:
+        """The official script's output object, keys in its order."""
+        return {
+            "ALL_F1": "%.3f" % self.overall,
+            "ANS_F1": "%.3f" % self.answer,
+            "EVI_F1": "%.3f" % self.evidence,
+            "TOTAL": self.total,
+            "SKIP": self.unanswered,
+            "VERSION": self.version,
+            "FILE": file,
+        }
+
+
+def score_predictions(gold: dict, predictions: dict) -> ExpmrcScore:
+    """Score ``predictions`` (as returned by parse_predictions) against ``gold`` exactly as
+    the official script does. Missing keys score 0 and stay in the denominator."""
+    kind, questions, _ = _gold_questions(gold)
+    per_question: list[dict] = []
+    # Plain sequential sums in file order, as officially: builtin sum() of floats is
+    # compensated on Python >= 3.12 and could move a figure across a rounding edge.
+    answer_sum = evidence_sum = overall_sum = 0.0
+    unanswered = 0
+    for question in questions:
+        if question.key not in predictions:
+            unanswered += 1
+            per_question.append({"key": question.key, "answer": 0.0, "evidence": 0.0, "overall": 0.0,
+                                 "answered": False})
+            continue
+        entry = predictions[question.key]
+        try:
+            predicted_answer, predicted_evidence = entry["answer"], entry["evidence"]
+        except (KeyError, TypeError):
+            raise InvalidPredictions(f'{_show(question.key)} is not an object with "answer" and "evidence"') from None
+        if kind == SPAN:
+            answer = answer_f1(question.answers, predicted_answer)
+        else:
+            answer = choice_score(question.answers[0], predicted_answer)
+        evidence = evidence_f1(question.evidences, predicted_evidence)
+        overall = answer * evidence
+        answer_sum += answer
+        evidence_sum += evidence
+        overall_sum += overall
+        per_question.append({"key": question.key, "answer": answer, "evidence": evidence, "overall": overall,
+                             "answered": True})
+    total = len(questions)
+    return ExpmrcScore(
+        kind=kind,
+        version=gold["version"],
+        answer=100.0 * answer_sum / total,
+        evidence=100.0 * evidence_sum / total,
+        overall=100.0 * overall_sum / total,
+        total=total,
+        unanswered=unanswered,
+        per_question=per_question,
+    )
