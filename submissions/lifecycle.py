@@ -60,10 +60,14 @@ def start_run(submission_id):
 
 def _finish(submission, new_status, **fields):
     """running -> new_status, only for the attempt that claimed it."""
+    fields.update(status=new_status, finished_at=timezone.now(), lease_expires_at=None)
     updated = Submission.objects.filter(
         pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts
-    ).update(status=new_status, finished_at=timezone.now(), lease_expires_at=None, **fields)
-    if not updated:
+    ).update(**fields)
+    if updated:
+        for name, value in fields.items():
+            setattr(submission, name, value)
+    else:
         log.warning("submission %s attempt %s lost its lease; result discarded", submission.pk, submission.attempts)
     return bool(updated)
 

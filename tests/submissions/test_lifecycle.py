@@ -1,0 +1,111 @@
+"""The status machine, idempotent scoring and the reaper."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from submissions import lifecycle
+from submissions.models import ErrorCategory, IllegalTransition, Status, Submission
+from submissions.services import submit_predictions
+from submissions.tasks import reap_stuck_submissions, score_submission
+from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued():
+    task = make_task("expmrc-squad")
+    user = make_user()
+    predictions = perfect_predictions(fixture_gold("expmrc-squad"))
+    return submit_predictions(user=user, task=task, uploaded_file=upload_file(predictions), method_name="m")
+
+
+def test_illegal_transitions_raise(queued):
+    with pytest.raises(IllegalTransition):
+        queued.transition(Status.SCORED)
+    queued.transition(Status.CANCELLED)
+    with pytest.raises(IllegalTransition):
+        queued.transition(Status.QUEUED)
+
+
+def test_transition_does_not_overwrite_a_concurrent_change(queued):
+    stale = Submission.objects.get(pk=queued.pk)
+    assert queued.transition(Status.CANCELLED)
+    assert not stale.transition(Status.RUNNING)  # the row moved on meanwhile
+    assert Submission.objects.get(pk=queued.pk).status == Status.CANCELLED
+
+
+def test_scoring_twice_stores_once(queued):
+    assert score_submission(queued.pk) == Status.SCORED
+    first = Submission.objects.get(pk=queued.pk)
+    assert score_submission(queued.pk) == "skipped"  # a duplicate message is a no-op
+    again = Submission.objects.get(pk=queued.pk)
+    assert again.attempts == 1 and again.finished_at == first.finished_at and again.scores == first.scores
+
+
+def test_a_run_that_lost_its_lease_cannot_store(queued):
+    first = lifecycle.start_run(queued.pk)
+    assert lifecycle.start_run(queued.pk) is None  # live lease: nobody else may take it
+    Submission.objects.filter(pk=queued.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    second = lifecycle.start_run(queued.pk)  # expired lease: taken over
+    assert second.attempts == 2
+    assert not lifecycle.fail_run(first, ErrorCategory.SCORER_ERROR, "late")  # the old run is ignored
+    assert lifecycle.store_scores(second, scores={"overall_f1": 1.0}, ci={}, item_scores=[], total=3,
+                                  unanswered=0, scorer_version="t")
+    assert Submission.objects.get(pk=queued.pk).status == Status.SCORED
+
+
+def test_reaper_requeues_a_dead_run_and_it_is_scored_once(queued, django_capture_on_commit_callbacks):
+    lifecycle.start_run(queued.pk)  # a worker claimed it ... and died
+    Submission.objects.filter(pk=queued.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        counts = reap_stuck_submissions()
+    assert counts["requeued"] == 1 and len(sent) == 1
+    assert Submission.objects.get(pk=queued.pk).status == Status.QUEUED
+    assert score_submission(queued.pk) == Status.SCORED
+    assert Submission.objects.get(pk=queued.pk).attempts == 2
+
+
+def test_reaper_fails_after_max_attempts_with_a_refunded_category(queued, settings):
+    settings.SCORING_MAX_ATTEMPTS = 2
+    for _ in range(2):
+        lifecycle.start_run(queued.pk)
+        Submission.objects.filter(pk=queued.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        lifecycle.reap_stuck()
+    failed = Submission.objects.get(pk=queued.pk)
+    assert failed.status == Status.FAILED and failed.error_category == ErrorCategory.WORKER_LOST
+    assert "2 times" in failed.error_message
+
+
+def test_reaper_resends_a_queued_submission_whose_message_was_lost(queued, settings):
+    Submission.objects.filter(pk=queued.pk).update(queued_at=timezone.now() - timedelta(hours=1))
+    assert lifecycle.reap_stuck()["resent"] == 1
+    assert lifecycle.reap_stuck()["resent"] == 0  # queued_at was refreshed
+
+
+def test_scorer_crash_is_a_platform_failure_without_gold_in_the_message(queued, monkeypatch):
+    from scoring import expmrc
+
+    def explode(gold, predictions):
+        raise KeyError(gold["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"])
+
+    monkeypatch.setattr(expmrc, "score_predictions", explode)
+    assert score_submission(queued.pk) == Status.FAILED
+    failed = Submission.objects.get(pk=queued.pk)
+    assert failed.error_category == ErrorCategory.SCORER_ERROR
+    assert "1874" not in failed.error_message
+
+
+def test_missing_stored_file_fails_cleanly(queued):
+    queued.file.delete(save=False)
+    assert score_submission(queued.pk) == Status.FAILED
+
+
+def test_retry_requeues_a_failed_submission(queued):
+    from submissions import services
+
+    lifecycle.start_run(queued.pk)
+    lifecycle.fail_run(Submission.objects.get(pk=queued.pk), ErrorCategory.WORKER_LOST, "x")
+    assert services.retry(Submission.objects.get(pk=queued.pk))
+    assert score_submission(queued.pk) == Status.SCORED
