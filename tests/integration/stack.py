@@ -1,0 +1,211 @@
+"""A real ExpBench deployment in a temporary folder: migrate + load_demo, gunicorn, Celery
+worker(s) and beat as separate processes, each configured only through the environment, just
+as scripts/run.sh starts them. Used by the integration and browser tests and by benchmarks."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def reachable(host, port, timeout=1.0):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def multipart(fields, files):
+    boundary = uuid.uuid4().hex
+    parts = []
+    for name, value in fields.items():
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        )
+    for name, (filename, content) in files.items():
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+            f"Content-Type: application/json\r\n\r\n".encode() + content + b"\r\n"
+        )
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+class Stack:
+    def __init__(self, root, *, database_url=None, broker_url=None, env=None):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.logs = self.root / "logs"
+        self.logs.mkdir(exist_ok=True)
+        self.env = {
+            **os.environ,
+            "EXPBENCH_VAR_DIR": str(self.root / "var"),
+            "DATABASE_URL": database_url or f"sqlite:///{self.root / 'var' / 'expbench.sqlite3'}",
+            "SECRET_KEY": "integration-test-secret",
+            "OMP_WAIT_POLICY": "PASSIVE",
+            "PYTHONUNBUFFERED": "1",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "API_RATE_ANON": "100000/min",
+            "API_RATE_USER": "100000/min",
+            "REAPER_INTERVAL_SECONDS": "1",
+            **(env or {}),
+        }
+        self.env.pop("CELERY_BROKER_URL", None)
+        if broker_url:
+            self.env["CELERY_BROKER_URL"] = broker_url
+        self.procs = {}
+        self.port = None
+
+    # processes -----------------------------------------------------------------------
+    def manage(self, *args):
+        return subprocess.run(
+            [PYTHON, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=300
+        )
+
+    def setup(self):
+        for args in (["migrate", "--noinput"], ["load_demo"]):
+            result = self.manage(*args)
+            if result.returncode != 0:
+                raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return self
+
+    def _spawn(self, name, argv, env=None):
+        log = open(self.logs / f"{name}.log", "ab")
+        # A session of its own, so the whole process group (prefork children too) can be killed.
+        proc = subprocess.Popen(argv, cwd=REPO, env={**self.env, **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def log_text(self, name):
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def start_web(self):
+        self.port = free_port()
+        self._spawn("web", [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+                            "--workers", "2", "--timeout", "120"])
+        self._wait(lambda: self._get_status("/api/tasks/") == 200, "gunicorn", "web")
+        return self
+
+    def start_worker(self, name="worker", env=None, concurrency=1):
+        start = len(self.log_text(name))
+        self._spawn(name, [PYTHON, "-m", "celery", "-A", "config", "worker", "-Q", "scoring,maintenance",
+                           "--concurrency", str(concurrency), "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h",
+                           "--loglevel", "INFO"], env=env)
+        self._wait(lambda: " ready." in self.log_text(name)[start:], "celery worker", name)
+        return self
+
+    def start_beat(self):
+        self._spawn("beat", [PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                             "--schedule", str(self.root / "var" / "celerybeat-schedule")])
+        return self
+
+    def kill(self, name, sig=signal.SIGKILL):
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+
+    def stop(self):
+        for name in list(self.procs):
+            proc = self.procs[name]
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.procs.pop(name, None)
+
+    def _wait(self, ready, what, name, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"{what} did not start:\n{self.log_text(name)[-3000:]}")
+
+    # HTTP ----------------------------------------------------------------------------
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def _get_status(self, path):
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5) as response:
+                return response.status
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return None
+
+    def request(self, method, path, *, token=None, json_body=None, fields=None, files=None):
+        headers = {"Accept": "application/json"}
+        data = None
+        if token:
+            headers["Authorization"] = f"Token {token}"
+        if json_body is not None:
+            data = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
+        elif fields is not None or files is not None:
+            data, headers["Content-Type"] = multipart(fields or {}, files or {})
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            body = error.read()
+            try:
+                return error.code, json.loads(body)
+            except ValueError:
+                return error.code, body.decode(errors="replace")
+
+    def create_user(self, username, password):
+        code = (
+            "from django.contrib.auth.models import User; from accounts.models import Profile;"
+            f"u = User.objects.create_user({username!r}, password={password!r});"
+            "Profile.objects.create(user=u, team='Integration')"
+        )
+        result = self.manage("shell", "-c", code)
+        assert result.returncode == 0, result.stderr
+        status, body = self.request("POST", "/api/auth/token/", json_body={"username": username, "password": password})
+        assert status == 200, body
+        return body["token"]
+
+    def upload(self, token, slug, content, method_name="Integration system", filename="predictions.json"):
+        return self.request("POST", f"/api/tasks/{slug}/submissions/", token=token,
+                            fields={"method_name": method_name}, files={"file": (filename, content)})
+
+    def wait_for(self, submission_id, token, statuses=("scored", "failed", "rejected"), timeout=60):
+        deadline = time.monotonic() + timeout
+        body = None
+        while time.monotonic() < deadline:
+            status, body = self.request("GET", f"/api/submissions/{submission_id}/", token=token)
+            if status == 200 and body["status"] in statuses:
+                return body
+            time.sleep(0.05)
+        raise AssertionError(f"submission {submission_id} never reached {statuses}; last: {body}\n"
+                             + "\n".join(self.log_text(n)[-2000:] for n in ("worker", "worker2", "beat")))

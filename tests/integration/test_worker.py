@@ -1,0 +1,70 @@
+"""End to end through real processes: an upload is scored by a real Celery worker and shows
+on the leaderboard; a worker killed mid-scoring loses nothing; the same on PostgreSQL+Redis."""
+import pytest
+
+from .conftest import assert_official, sample_and_expected
+from .stack import Stack
+
+pytestmark = pytest.mark.integration
+
+
+def upload_and_score(stack, token):
+    content, expected = sample_and_expected()
+    status, body = stack.upload(token, "expmrc-squad", content, method_name="Sample system")
+    assert status == 201, body
+    assert body["status"] == "queued"
+    scored = stack.wait_for(body["id"], token)
+    assert scored["status"] == "scored", scored
+    assert_official(scored["scores"], expected)
+    assert scored["attempts"] == 1
+    low, high = scored["ci"]["overall_f1"]
+    assert low <= scored["scores"]["overall_f1"] <= high
+    status, board = stack.request("GET", "/api/tasks/expmrc-squad/leaderboard/")
+    assert status == 200
+    entry = next(row for row in board["rows"] if row["submission_id"] == body["id"])
+    assert entry["method"] == "Sample system" and not entry["reported"] and entry["rank"] >= 1
+    return body["id"]
+
+
+def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
+    token = embedded_stack.create_user("carol", "integration-pw-1")
+    upload_and_score(embedded_stack, token)
+    # An invalid file is refused at upload and never reaches the worker.
+    status, body = embedded_stack.upload(token, "expmrc-squad", b'{"unknown-id": {"answer": "", "evidence": ""}}')
+    assert status == 400 and "unknown-id" in body["error"]
+
+
+def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
+    stack = Stack(tmp_path, env={"SCORING_LEASE_SECONDS": "3", "QUEUE_LEASE_SECONDS": "30"}).setup()
+    try:
+        stack.start_web()
+        # This worker holds every run open for 30 s, so it is surely killed mid-scoring.
+        stack.start_worker("worker", env={"EXPBENCH_TEST_SCORING_DELAY": "30"})
+        token = stack.create_user("dave", "integration-pw-2")
+        content, expected = sample_and_expected()
+        status, body = stack.upload(token, "expmrc-squad", content)
+        assert status == 201
+        running = stack.wait_for(body["id"], token, statuses=("running",), timeout=30)
+        assert running["attempts"] == 1
+        stack.kill("worker")  # SIGKILL to the worker and its pool: no clean shutdown
+        # A new worker and the reaper (beat) take over once the 3 s lease has expired.
+        stack.start_worker("worker2").start_beat()
+        scored = stack.wait_for(body["id"], token, timeout=60)
+        assert scored["status"] == "scored", scored
+        assert scored["attempts"] == 2
+        assert_official(scored["scores"], expected)
+        status, board = stack.request("GET", "/api/tasks/expmrc-squad/leaderboard/")
+        assert [row["submission_id"] for row in board["rows"]].count(body["id"]) == 1
+    finally:
+        stack.stop()
+
+
+def test_postgres_and_redis_end_to_end(tmp_path, postgres_url, redis_url):
+    stack = Stack(tmp_path, database_url=postgres_url, broker_url=redis_url).setup()
+    try:
+        stack.start_web().start_worker().start_beat()
+        assert "redis://" in stack.log_text("worker")
+        token = stack.create_user("erin", "integration-pw-3")
+        upload_and_score(stack, token)
+    finally:
+        stack.stop()
