@@ -1,0 +1,21 @@
+# ExpBench image: one image for web (gunicorn), worker and beat (see docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    OMP_WAIT_POLICY=PASSIVE \
+    EXPBENCH_VAR_DIR=/var/lib/expbench
+
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+
+COPY . .
+RUN useradd --system --uid 10001 --home /app expbench \
+    && mkdir -p /var/lib/expbench \
+    && SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && chown -R expbench /var/lib/expbench
+USER expbench
+
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
