@@ -1,7 +1,6 @@
 """A real ExpBench deployment in a temporary folder: migrate + load_demo, gunicorn, Celery
 worker(s) and beat as separate processes, each configured only through the environment, just
 as scripts/run.sh starts them. Used by the integration and browser tests and by benchmarks."""
-import json
 import os
 import signal
 import socket
@@ -12,6 +11,8 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+
+from submissions.client import Client
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -30,22 +31,6 @@ def reachable(host, port, timeout=1.0):
             return True
     except OSError:
         return False
-
-
-def multipart(fields, files):
-    boundary = uuid.uuid4().hex
-    parts = []
-    for name, value in fields.items():
-        parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
-        )
-    for name, (filename, content) in files.items():
-        parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-            f"Content-Type: application/json\r\n\r\n".encode() + content + b"\r\n"
-        )
-    parts.append(f"--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
 class Stack:
@@ -163,25 +148,7 @@ class Stack:
             return None
 
     def request(self, method, path, *, token=None, json_body=None, fields=None, files=None):
-        headers = {"Accept": "application/json"}
-        data = None
-        if token:
-            headers["Authorization"] = f"Token {token}"
-        if json_body is not None:
-            data = json.dumps(json_body).encode()
-            headers["Content-Type"] = "application/json"
-        elif fields is not None or files is not None:
-            data, headers["Content-Type"] = multipart(fields or {}, files or {})
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            body = error.read()
-            try:
-                return error.code, json.loads(body)
-            except ValueError:
-                return error.code, body.decode(errors="replace")
+        return Client(self.url).request(method, path, token=token, json_body=json_body, fields=fields, files=files)
 
     def create_user(self, username, password):
         code = (
@@ -196,8 +163,7 @@ class Stack:
         return body["token"]
 
     def upload(self, token, slug, content, method_name="Integration system", filename="predictions.json"):
-        return self.request("POST", f"/api/tasks/{slug}/submissions/", token=token,
-                            fields={"method_name": method_name}, files={"file": (filename, content)})
+        return Client(self.url, token).submit(slug, content, method_name=method_name, filename=filename)
 
     def wait_for(self, submission_id, token, statuses=("scored", "failed", "rejected"), timeout=60):
         deadline = time.monotonic() + timeout
