@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from submissions.serializers import SubmissionCreateSerializer, SubmissionSerializer
 from submissions.api import create_submission_response
 
-from .leaderboard import leaderboard_rows
+from .leaderboard import benchmark_average_rows, leaderboard_rows
 from .models import Benchmark, Task
 from .serializers import BenchmarkSerializer, LeaderboardSerializer, TaskSerializer
 
@@ -18,6 +18,13 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = BenchmarkSerializer
     lookup_field = "slug"
     permission_classes = [AllowAny]
+
+    @extend_schema(summary="Average board: systems scored on every task, ranked by mean primary metric",
+                   responses={200: OpenApiResponse(description='{"tasks": [...], "rows": [...]}')})
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request, slug=None):
+        tasks, rows = benchmark_average_rows(self.get_object())
+        return Response({"tasks": [t.slug for t in tasks], "rows": rows})
 
 
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):

@@ -50,3 +50,38 @@ def leaderboard_rows(task):
         row["rank"] = ranked[position - 2]["rank"] if value == previous else position
         previous = value
     return pinned + ranked
+
+
+def benchmark_average_rows(benchmark):
+    """The benchmark-wide board: systems (same user and method name) with a public scored
+    submission on every task of the benchmark, ranked by the mean of their primary metric.
+    For each task the system's latest scored submission counts. The human row is the mean
+    of the reported human rows when every task has one."""
+    from submissions.selectors import public_scored_submissions
+
+    tasks = [t for t in benchmark.tasks.filter(is_listed=True) if t.current_test_set() is not None]
+    if not tasks:
+        return tasks, []
+    per_system = {}
+    for task in tasks:
+        for sub in public_scored_submissions(task, task.current_test_set()):  # oldest first: latest wins
+            per_system.setdefault((sub.user_id, sub.method_name), {})[task.slug] = sub
+    rows = []
+    humans = {r.task.slug: r for r in ReportedResult.objects.filter(task__in=tasks, kind=ReportedResult.HUMAN)}
+    if len(humans) == len(tasks):
+        per_task = {t.slug: humans[t.slug].scores[t.primary_metric] for t in tasks}
+        rows.append({"rank": None, "method": "Human Performance", "team": humans[tasks[0].slug].team,
+                     "per_task": per_task, "average": sum(per_task.values()) / len(tasks), "reported": True,
+                     "kind": "human"})
+    ranked = []
+    for (_, method), subs in per_system.items():
+        if len(subs) < len(tasks):
+            continue
+        per_task = {t.slug: subs[t.slug].scores[t.primary_metric] for t in tasks}
+        ranked.append({"rank": None, "method": method, "team": subs[tasks[0].slug].team, "per_task": per_task,
+                       "average": sum(per_task.values()) / len(tasks), "reported": False, "kind": "submission",
+                       "submission_ids": {slug: sub.pk for slug, sub in subs.items()}})
+    ranked.sort(key=lambda row: -row["average"])
+    for position, row in enumerate(ranked, start=1):
+        row["rank"] = position
+    return tasks, rows + ranked

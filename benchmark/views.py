@@ -3,7 +3,7 @@ import csv
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
-from .leaderboard import leaderboard_rows
+from .leaderboard import benchmark_average_rows, leaderboard_rows
 from .models import Benchmark, Task
 
 
@@ -81,3 +81,11 @@ def task_inputs_download(request, slug):
     response = JsonResponse(test_set.public_inputs, json_dumps_params={"ensure_ascii": False})
     response["Content-Disposition"] = f'attachment; filename="{task.slug}-{test_set.version}-inputs.json"'
     return response
+
+
+def benchmark_detail(request, slug):
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    tasks, rows = benchmark_average_rows(benchmark)
+    for row in rows:
+        row["cells"] = [row["per_task"][task.slug] for task in tasks]
+    return render(request, "benchmark/benchmark.html", {"benchmark": benchmark, "tasks": tasks, "rows": rows})
