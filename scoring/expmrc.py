@@ -7,9 +7,7 @@ text, only paths, ids and field names.
 """
 from __future__ import annotations
 
-import codecs
 import functools
-import json
 import re
 import string
 from collections import Counter
@@ -19,6 +17,17 @@ from typing import Any, NamedTuple, Sequence
 
 import nltk
 from nltk.tokenize import word_tokenize
+
+from .uploads import (  # noqa: F401  (InvalidPredictions is part of this module's API)
+    JSON_TYPE_NAMES,
+    SURROGATE,
+    InvalidPredictions,
+    JsonObject,
+    Problems,
+    json_type,
+    load_json_object,
+    show,
+)
 
 # The vendored Punkt model goes first so nothing is looked up elsewhere or downloaded.
 _NLTK_DATA = str(Path(__file__).resolve().parent / "resources" / "nltk_data")
@@ -32,10 +41,6 @@ TOKEN_CACHE_SIZE = 1 << 15  # distinct strings (~2 KB each); the 4 dev sets + th
 
 class InvalidGold(ValueError):
     """The gold / test-set file is malformed (the message names a path, never gold text)."""
-
-
-class InvalidPredictions(ValueError):
-    """An uploaded prediction file is rejected (one line; ids, fields, lines; no gold text)."""
 
 
 # --------------------------------------------------------------------------- tokenization
@@ -137,16 +142,6 @@ def choice_score(gold_letter: str, predicted_answer: object) -> float:
 
 # --------------------------------------------------------------------------- gold
 
-_JSON_TYPE_NAMES = {
-    dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-    int: "a number", float: "a number", type(None): "null",
-}
-
-
-def _json_type(value: object) -> str:
-    return "an object" if isinstance(value, _JsonObject) else _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
 class _GoldQuestion(NamedTuple):
     key: str
     answers: tuple[str, ...]  # span: reference answer texts; multi-choice: (gold letter,)
@@ -156,10 +151,10 @@ class _GoldQuestion(NamedTuple):
 def task_kind(gold: dict) -> str:
     """Official dispatch on a substring of ``gold["version"]``."""
     if not isinstance(gold, dict):
-        raise InvalidGold(f"top level must be a JSON object, found {_json_type(gold)}")
+        raise InvalidGold(f"top level must be a JSON object, found {json_type(gold)}")
     version = gold.get("version")
     if not isinstance(version, str):
-        raise InvalidGold(f"version must be a string, found {_json_type(version)}")
+        raise InvalidGold(f"version must be a string, found {json_type(version)}")
     if "squad" in version or "cmrc2018" in version:
         return SPAN
     if "race" in version or "c3" in version:
@@ -173,7 +168,7 @@ def _field(container: dict, name: str, expected: type, path: str) -> Any:
         raise InvalidGold(f"{field_path} is missing")
     value = container[name]
     if not isinstance(value, expected):
-        raise InvalidGold(f"{field_path} must be {_JSON_TYPE_NAMES[expected]}, found {_json_type(value)}")
+        raise InvalidGold(f"{field_path} must be {JSON_TYPE_NAMES[expected]}, found {json_type(value)}")
     return value
 
 
@@ -182,7 +177,7 @@ def _strings(values: list, path: str, *, non_empty: bool) -> tuple[str, ...]:
         raise InvalidGold(f"{path} must not be empty")
     for index, value in enumerate(values):
         if not isinstance(value, str):
-            raise InvalidGold(f"{path}[{index}] must be a string, found {_json_type(value)}")
+            raise InvalidGold(f"{path}[{index}] must be a string, found {json_type(value)}")
     return tuple(values)
 
 
@@ -190,7 +185,7 @@ def _objects(values: list, path: str):
     for index, value in enumerate(values):
         item_path = f"{path}[{index}]"
         if not isinstance(value, dict):
-            raise InvalidGold(f"{item_path} must be an object, found {_json_type(value)}")
+            raise InvalidGold(f"{item_path} must be an object, found {json_type(value)}")
         yield item_path, value
 
 
@@ -228,7 +223,7 @@ def _multichoice_questions(data: list):
             options_path = f"{path}.options[{j}]"
             options = columns["options"][j]
             if not isinstance(options, list):
-                raise InvalidGold(f"{options_path} must be an array, found {_json_type(options)}")
+                raise InvalidGold(f"{options_path} must be an array, found {json_type(options)}")
             _strings(options, options_path, non_empty=True)
             if len(options) > len(_LETTERS):
                 raise InvalidGold(f"{options_path} has {len(options)} options, more than {len(_LETTERS)}")
@@ -240,7 +235,7 @@ def _multichoice_questions(data: list):
             evidences_path = f"{path}.evidences[{j}]"
             evidences = columns["evidences"][j]
             if not isinstance(evidences, list):
-                raise InvalidGold(f"{evidences_path} must be an array, found {_json_type(evidences)}")
+                raise InvalidGold(f"{evidences_path} must be an array, found {json_type(evidences)}")
             evidences = _strings(evidences, evidences_path, non_empty=True)
             # passage_id + "-" + j, never parsed back: passage ids contain "-" ("m6-80").
             yield f"{path} question {j}", _GoldQuestion(f"{passage_id}-{j}", (letter,), evidences), len(options)
@@ -310,127 +305,43 @@ def key_spec(gold: dict) -> KeySpec:
 
 # --------------------------------------------------------------------------- predictions
 
-class _JsonObject(list):
-    """A JSON object as its raw (key, value) pairs, so duplicated keys stay visible."""
-
-
-_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_MAX_LISTED = 5
-
-
-def _top_level_key_offsets(text: str) -> list[int]:
-    """Character offset of every top-level key of a JSON text already known to be a valid
-    object. Only run on the error path, to give line numbers; values are skipped with the
-    C scanner."""
-    decoder, skip = json.JSONDecoder(), _JSON_WHITESPACE.match
-    offsets: list[int] = []
-    pos = skip(text, skip(text, 0).end() + 1).end()  # past "{"
-    while text[pos] != "}":
-        offsets.append(pos)
-        _, pos = json.decoder.scanstring(text, pos + 1)
-        pos = skip(text, skip(text, pos).end() + 1).end()  # past ":"
-        _, pos = decoder.raw_decode(text, pos)
-        pos = skip(text, pos).end()
-        if text[pos] == ",":
-            pos = skip(text, pos + 1).end()
-    return offsets
-
-
-class _Problems:
-    """Collects offending top-level entries and renders one line naming the first few."""
-
-    def __init__(self, text: str):
-        self._text = text
-        self._offsets: list[int] | None = None
-        self.found: list[tuple[int, str]] = []  # (index of the top-level pair, description)
-
-    def add(self, index: int, description: str) -> None:
-        self.found.append((index, description))
-
-    def line(self, index: int) -> int:
-        if self._offsets is None:
-            self._offsets = _top_level_key_offsets(self._text)
-        return self._text.count("\n", 0, self._offsets[index]) + 1
-
-    def raise_if_any(self, summary: str) -> None:
-        if not self.found:
-            return
-        shown = "; ".join(f"line {self.line(i)}: {what}" for i, what in self.found[:_MAX_LISTED])
-        more = len(self.found) - _MAX_LISTED
-        raise InvalidPredictions(f"{summary}: {shown}" + (f"; and {more} more" if more > 0 else ""))
-
-
-def _show(value: str, limit: int = 40) -> str:
-    """A submitter's own string, quoted on one line and shortened."""
-    return json.dumps(value if len(value) <= limit else value[: limit - 3] + "...")
-
-
-def _decode_utf8(raw: bytes) -> str:
-    if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        hint = ""
-        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            hint = " (it looks like UTF-16: save it as UTF-8)"
-        raise InvalidPredictions(
-            f"prediction file is not UTF-8: invalid byte 0x{raw[exc.start]:02x} at line {line} "
-            f"(byte offset {exc.start}){hint}") from None
-
-
 def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, dict]:
     """Validate an uploaded prediction file (SPEC §5) and return ``{key: {"answer", "evidence"}}``.
 
     Missing keys are allowed (they score 0); extra fields inside an entry are ignored and dropped.
     """
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8")
-    if len(raw) > max_bytes:
-        raise InvalidPredictions(f"prediction file is {len(raw):,} bytes, over the limit of {max_bytes:,} bytes")
-    text = _decode_utf8(bytes(raw))
-    try:
-        document = json.loads(text, object_pairs_hook=_JsonObject)
-    except json.JSONDecodeError as exc:
-        raise InvalidPredictions(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except RecursionError:
-        raise InvalidPredictions("not valid JSON for a prediction file: nested too deeply") from None
-    if not isinstance(document, _JsonObject):
-        raise InvalidPredictions(
-            'top level must be a JSON object {"<question key>": {"answer": ..., "evidence": ...}}, '
-            f"found {_json_type(document)}")
+    text, document = load_json_object(
+        raw, max_bytes=max_bytes, expected='{"<question key>": {"answer": ..., "evidence": ...}}')
 
-    problems = _Problems(text)
+    problems = Problems(text)
     first_index: dict[str, int] = {}
     for index, (key, value) in enumerate(document):
         if key in first_index:
-            problems.add(index, f"{_show(key)} (first at line {problems.line(first_index[key])})")
+            problems.add(index, f"{show(key)} (first at line {problems.line(first_index[key])})")
         else:
             first_index[key] = index
-        if isinstance(value, _JsonObject):
+        if isinstance(value, JsonObject):
             names = [name for name, _ in value]
             for name in ("answer", "evidence"):
                 if names.count(name) > 1:
-                    problems.add(index, f'{_show(key)}: field "{name}" appears more than once')
+                    problems.add(index, f'{show(key)}: field "{name}" appears more than once')
     problems.raise_if_any("duplicated keys")
 
     predictions: dict[str, dict] = {}
-    problems = _Problems(text)
+    problems = Problems(text)
     for index, (key, value) in enumerate(document):
-        if not isinstance(value, _JsonObject):
-            problems.add(index, f'{_show(key)}: entry is {_json_type(value)}, expected an object with "answer" and "evidence"')
+        if not isinstance(value, JsonObject):
+            problems.add(index, f'{show(key)}: entry is {json_type(value)}, expected an object with "answer" and "evidence"')
             continue
         fields = dict(value)
         entry = {}
         for name in ("answer", "evidence"):
             if name not in fields:
-                problems.add(index, f'{_show(key)}: field "{name}" is missing')
+                problems.add(index, f'{show(key)}: field "{name}" is missing')
             elif not isinstance(fields[name], str):
-                problems.add(index, f'{_show(key)}: field "{name}" is {_json_type(fields[name])}, expected a string')
-            elif _SURROGATE.search(fields[name]):
-                problems.add(index, f'{_show(key)}: field "{name}" holds an unpaired \\u surrogate escape')
+                problems.add(index, f'{show(key)}: field "{name}" is {json_type(fields[name])}, expected a string')
+            elif SURROGATE.search(fields[name]):
+                problems.add(index, f'{show(key)}: field "{name}" holds an unpaired \\u surrogate escape')
             else:
                 entry[name] = fields[name]
         predictions[key] = entry
@@ -438,17 +349,17 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
 
     if spec.kind == MULTICHOICE:
         allowed = spec.option_letters
-        problems = _Problems(text)
+        problems = Problems(text)
         for index, (key, entry) in enumerate(predictions.items()):
             answer = entry["answer"]
             if len(answer) != 1 or answer not in allowed:
-                problems.add(index, f'{_show(key)}: "answer" is {_show(answer, 12)}')
+                problems.add(index, f'{show(key)}: "answer" is {show(answer, 12)}')
         problems.raise_if_any(f'multi-choice "answer" must be one uppercase option letter ({", ".join(allowed)})')
 
-    problems = _Problems(text)
+    problems = Problems(text)
     for index, key in enumerate(predictions):
         if key not in spec.key_set:
-            problems.add(index, _show(key))
+            problems.add(index, show(key))
     problems.raise_if_any("keys not in the test set")
     return predictions
 
@@ -498,7 +409,7 @@ def score_predictions(gold: dict, predictions: dict) -> ExpmrcScore:
         try:
             predicted_answer, predicted_evidence = entry["answer"], entry["evidence"]
         except (KeyError, TypeError):
-            raise InvalidPredictions(f'{_show(question.key)} is not an object with "answer" and "evidence"') from None
+            raise InvalidPredictions(f'{show(question.key)} is not an object with "answer" and "evidence"') from None
         if kind == SPAN:
             answer = answer_f1(question.answers, predicted_answer)
         else:

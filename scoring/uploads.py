@@ -1,0 +1,114 @@
+"""Reading uploaded JSON files with precise, gold-free error messages; shared by the scorers.
+
+A JSON object is parsed into its raw (key, value) pairs so duplicated keys stay visible, and
+line numbers are worked out only on the error path, so valid files pay nothing for them.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import re
+
+class InvalidPredictions(ValueError):
+    """An uploaded prediction file is rejected (one line; ids, fields, lines; no gold text)."""
+
+
+JSON_TYPE_NAMES = {
+    dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+    int: "a number", float: "a number", type(None): "null",
+}
+
+
+def json_type(value: object) -> str:
+    return "an object" if isinstance(value, JsonObject) else JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+class JsonObject(list):
+    """A JSON object as its raw (key, value) pairs, so duplicated keys stay visible."""
+
+
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_LISTED = 5
+
+
+def _top_level_key_offsets(text: str) -> list[int]:
+    """Character offset of every top-level key of a JSON text already known to be a valid
+    object. Only run on the error path, to give line numbers; values are skipped with the
+    C scanner."""
+    decoder, skip = json.JSONDecoder(), _JSON_WHITESPACE.match
+    offsets: list[int] = []
+    pos = skip(text, skip(text, 0).end() + 1).end()  # past "{"
+    while text[pos] != "}":
+        offsets.append(pos)
+        _, pos = json.decoder.scanstring(text, pos + 1)
+        pos = skip(text, skip(text, pos).end() + 1).end()  # past ":"
+        _, pos = decoder.raw_decode(text, pos)
+        pos = skip(text, pos).end()
+        if text[pos] == ",":
+            pos = skip(text, pos + 1).end()
+    return offsets
+
+
+class Problems:
+    """Collects offending top-level entries and renders one line naming the first few."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._offsets: list[int] | None = None
+        self.found: list[tuple[int, str]] = []  # (index of the top-level pair, description)
+
+    def add(self, index: int, description: str) -> None:
+        self.found.append((index, description))
+
+    def line(self, index: int) -> int:
+        if self._offsets is None:
+            self._offsets = _top_level_key_offsets(self._text)
+        return self._text.count("\n", 0, self._offsets[index]) + 1
+
+    def raise_if_any(self, summary: str) -> None:
+        if not self.found:
+            return
+        shown = "; ".join(f"line {self.line(i)}: {what}" for i, what in self.found[:MAX_LISTED])
+        more = len(self.found) - MAX_LISTED
+        raise InvalidPredictions(f"{summary}: {shown}" + (f"; and {more} more" if more > 0 else ""))
+
+
+def show(value: str, limit: int = 40) -> str:
+    """A submitter's own string, quoted on one line and shortened."""
+    return json.dumps(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+def decode_utf8(raw: bytes) -> str:
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        hint = ""
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            hint = " (it looks like UTF-16: save it as UTF-8)"
+        raise InvalidPredictions(
+            f"prediction file is not UTF-8: invalid byte 0x{raw[exc.start]:02x} at line {line} "
+            f"(byte offset {exc.start}){hint}") from None
+
+
+def load_json_object(raw: bytes | str, *, max_bytes: int, expected: str):
+    """Size check, UTF-8 decoding (BOM stripped) and JSON parsing of an upload whose top level
+    must be an object. Returns (text, document as a JsonObject). ``expected`` describes the
+    object for the error message, e.g. '{"<id>": "<label>"}'."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > max_bytes:
+        raise InvalidPredictions(f"prediction file is {len(raw):,} bytes, over the limit of {max_bytes:,} bytes")
+    text = decode_utf8(bytes(raw))
+    try:
+        document = json.loads(text, object_pairs_hook=JsonObject)
+    except json.JSONDecodeError as exc:
+        raise InvalidPredictions(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InvalidPredictions("not valid JSON for a prediction file: nested too deeply") from None
+    if not isinstance(document, JsonObject):
+        raise InvalidPredictions(f"top level must be a JSON object {expected}, found {json_type(document)}")
+    return text, document
