@@ -22,7 +22,7 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(summary="Average board: systems scored on every task, ranked by mean primary metric",
                    responses={200: OpenApiResponse(description='{"tasks": [...], "rows": [...]}')})
     @action(detail=True, methods=["get"])
-    def leaderboard(self, request, slug=None):
+    def leaderboard(self, request, slug=None, format=None):
         tasks, rows = benchmark_average_rows(self.get_object())
         return Response({"tasks": [t.slug for t in tasks], "rows": rows})
 
@@ -38,7 +38,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")},
     )
     @action(detail=True, methods=["get"])
-    def inputs(self, request, slug=None):
+    def inputs(self, request, slug=None, format=None):
         task = self.get_object()
         test_set = task.current_test_set()
         if test_set is None:
@@ -47,7 +47,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(summary="Ranked leaderboard", responses=LeaderboardSerializer)
     @action(detail=True, methods=["get"])
-    def leaderboard(self, request, slug=None):
+    def leaderboard(self, request, slug=None, format=None):
         task = self.get_object()
         test_set = task.current_test_set()
         return Response(
@@ -68,6 +68,6 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
                    429: OpenApiResponse(description="daily quota reached")},
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
-    def submissions(self, request, slug=None):
+    def submissions(self, request, slug=None, format=None):
         task = get_object_or_404(Task, slug=slug)
         return create_submission_response(request, task)

@@ -67,7 +67,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
 
     @extend_schema(request=None, responses=SubmissionSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
+    def cancel(self, request, pk=None, format=None):
         submission = self.get_object()
         try:
             services.cancel(submission)

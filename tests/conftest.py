@@ -16,4 +16,6 @@ def _isolated_files_and_throttles(settings, tmp_path):
     from django.core.cache import cache
 
     settings.MEDIA_ROOT = tmp_path / "media"
+    # PBKDF2 with its real work factor costs ~0.2 s per user created or logged in.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()  # API throttle counters live in the cache: each test starts fresh

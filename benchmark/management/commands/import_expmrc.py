@@ -7,6 +7,11 @@ from benchmark.test_sets import ImportRefused, import_expmrc
 class Command(BaseCommand):
     help = "Import an ExpMRC gold file as a versioned (hidden by default) test set of a task."
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # Our --version is the test-set version label; it replaces Django's built-in --version
+        # flag (which otherwise makes argparse refuse to build the parser at all).
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser):
         parser.add_argument("file")
         parser.add_argument("--task", required=True, help="task slug, e.g. expmrc-squad")
