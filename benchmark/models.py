@@ -55,7 +55,8 @@ class Task(models.Model):
 
     @property
     def primary_metric(self):
-        return "overall_f1"
+        """The metric leaderboards rank by: the last of the metric columns."""
+        return self.metric_columns[-1][0]
 
     @property
     def answer_metric(self):
@@ -64,6 +65,8 @@ class Task(models.Model):
     @property
     def metric_columns(self):
         """(key, label) of the score columns, in display order; the last one ranks."""
+        if self.kind == self.CLASSIFICATION:
+            return [("accuracy", "Accuracy")]
         answer_label = "Answer Acc" if self.kind == self.MULTICHOICE else "Answer F1"
         return [
             (self.answer_metric, answer_label),
@@ -82,8 +85,12 @@ class Task(models.Model):
 
 
 class TestSet(models.Model):
-    DEV, TEST = "dev", "test"
-    SPLIT_CHOICES = [(DEV, "dev (public)"), (TEST, "test (hidden)")]
+    DEV, TEST, REFERENCE = "dev", "test", "reference"
+    SPLIT_CHOICES = [
+        (DEV, "dev (public)"),
+        (TEST, "test (hidden)"),
+        (REFERENCE, "reference (training data for cue discovery)"),
+    ]
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="test_sets")
     split = models.CharField(max_length=10, choices=SPLIT_CHOICES, default=TEST)
@@ -99,6 +106,9 @@ class TestSet(models.Model):
     key_spec = models.JSONField()
     # What researchers download: the gold with answers and evidences removed.
     public_inputs = models.JSONField()
+    # Dataset-level diagnostics of this version (e.g. ICQ cues vs the reference split):
+    # aggregates only, computed by a worker after import.
+    diagnostics = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["task", "-imported_at"]

@@ -99,26 +99,121 @@ def import_expmrc(path, *, task_slug, split=TestSet.TEST, version, task_name=Non
     elif task.kind != kind:
         raise ImportRefused(f"{Path(path).name} is a {kind} set but task {task_slug} is {task.kind}")
 
+    spec = expmrc.key_spec(gold)
+    return _store_split(task, split, version, checksum, Path(path).name, gold, len(spec.keys),
+                        key_spec=spec.to_dict(), public_inputs=expmrc_public_inputs(gold))
+
+
+def read_expmrc_json(path):
+    """An ExpMRC-schema JSON file, or the first .json member of a .zip (the pseudo training
+    data ships zipped). Returns (data, sha256 of the bytes read)."""
+    import zipfile
+
+    path = Path(path)
+    try:
+        if path.suffix == ".zip":
+            with zipfile.ZipFile(path) as archive:
+                member = next((n for n in archive.namelist() if n.endswith(".json")), None)
+                if member is None:
+                    raise ImportRefused(f"{path.name}: no .json file inside the zip")
+                raw = archive.read(member)
+        else:
+            raw = path.read_bytes()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ImportRefused(f"cannot read {path}: {exc}") from None
+    try:
+        return json.loads(raw.decode("utf-8-sig")), hashlib.sha256(raw).hexdigest()
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportRefused(f"{path.name}: not UTF-8 JSON ({exc})") from None
+
+
+@transaction.atomic
+def import_multichoice_reference(path, *, task_slug, version):
+    """Import training data in the ExpMRC multi-choice schema (e.g. the C3 pseudo training
+    data) as the task's reference split R for ICQ cue discovery. Never served to anyone."""
+    from scoring import icq
+
+    task = Task.objects.filter(slug=task_slug, kind=Task.MULTICHOICE).first()
+    if task is None:
+        raise ImportRefused(f"no multiple-choice task {task_slug!r}")
+    data, checksum = read_expmrc_json(path)
+    try:
+        instances = icq.expmrc_multichoice_instances(data)
+    except (icq.InvalidICQInput, KeyError, TypeError, ValueError) as exc:
+        raise ImportRefused(f"{Path(path).name}: not ExpMRC multiple-choice data ({exc})") from None
+    return _store_split(task, TestSet.REFERENCE, version, checksum, Path(path).name, data, len(instances),
+                        key_spec={}, public_inputs={})
+
+
+@transaction.atomic
+def import_classification(path, *, task_slug, split, version, task_name=None, language=None):
+    """Import NLI-style rows {"id", "premise", "hypothesis", "label"} (JSON Lines or a JSON
+    array) as a classification task's hidden test split or its reference split."""
+    from scoring import classification
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ImportRefused(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        rows = classification.check_gold_rows(classification.read_jsonl_rows(raw, what=path.name), what=path.name)
+    except (classification.InvalidClassificationData, UnicodeDecodeError) as exc:
+        raise ImportRefused(str(exc)) from None
+    task = Task.objects.filter(slug=task_slug).first()
+    if task is None:
+        if not task_name:
+            raise ImportRefused(f"no task {task_slug!r}; pass --name (and --language) to create it")
+        benchmark, _ = Benchmark.objects.get_or_create(
+            slug="nlu", defaults={"name": "NLU classification", "order": 5,
+                                  "description": "Natural-language inference and other classification tasks, "
+                                                 "profiled for statistical cues (ICQ)."})
+        task = Task.objects.create(benchmark=benchmark, slug=task_slug, name=task_name,
+                                   kind=Task.CLASSIFICATION, language=language or "en")
+    elif task.kind != Task.CLASSIFICATION:
+        raise ImportRefused(f"task {task_slug} is a {task.kind} task, not classification")
+    checksum = hashlib.sha256(raw).hexdigest()
+    spec = classification.label_spec(rows)
+    public = classification.public_inputs(rows) if split != TestSet.REFERENCE else {}
+    return _store_split(task, split, version, checksum, path.name, {"rows": rows}, len(rows),
+                        key_spec=spec.to_dict(), public_inputs=public)
+
+
+def _store_split(task, split, version, checksum, source_name, gold, n_items, *, key_spec, public_inputs):
+    """Create version ``version`` of a task's split and make it current; idempotent for the
+    same bytes, refused for different bytes under an existing version. Schedules the
+    dataset-level diagnostics (cue discovery) after commit."""
     existing = TestSet.objects.filter(task=task, split=split, version=version).first()
     if existing:
         if existing.checksum != checksum:
             raise ImportRefused(
-                f"{task_slug} {split} version {version} already exists with a different checksum "
-                f"({existing.checksum[:12]}…); import the new file under a new --version"
-            )
+                f"{task.slug} {split} version {version} already exists with a different checksum "
+                f"({existing.checksum[:12]}…); import the new file under a new --version")
         return existing, False
-    spec = expmrc.key_spec(gold)
     TestSet.objects.filter(task=task, split=split).update(is_current=False)
     test_set = TestSet.objects.create(
-        task=task,
-        split=split,
-        version=version,
-        checksum=checksum,
-        source_name=Path(path).name,
-        is_current=True,
-        n_items=len(spec.keys),
-        gold=gold,
-        key_spec=spec.to_dict(),
-        public_inputs=expmrc_public_inputs(gold),
-    )
+        task=task, split=split, version=version, checksum=checksum, source_name=source_name, is_current=True,
+        n_items=n_items, gold=gold, key_spec=key_spec, public_inputs=public_inputs)
+    schedule_dataset_diagnostics(task)
     return test_set, True
+
+
+def schedule_dataset_diagnostics(task):
+    """After commit, ask a worker to (re)discover ICQ cues for the task's current test set."""
+    if task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
+        return
+
+    def send():
+        from .tasks import discover_cues
+
+        test_set = task.current_test_set()
+        if test_set is None:
+            return
+        try:
+            discover_cues.apply_async(args=[test_set.pk])
+        except Exception:  # broker down: `manage.py discover_cues` recomputes on demand
+            import logging
+
+            logging.getLogger(__name__).exception("could not enqueue cue discovery for %s", task.slug)
+
+    transaction.on_commit(send)

@@ -20,6 +20,8 @@ app.conf.update(
     task_default_queue="scoring",
     task_routes={
         "submissions.tasks.score_submission": {"queue": "scoring"},
+        "submissions.tasks.compute_diagnostics": {"queue": "scoring"},
+        "benchmark.tasks.*": {"queue": "scoring"},
         "submissions.tasks.reap_stuck_submissions": {"queue": "maintenance"},
     },
     # A message is acknowledged only after the task finished, and given back if the worker

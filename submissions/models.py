@@ -36,6 +36,13 @@ LEGAL_TRANSITIONS = {
 TERMINAL = {Status.SCORED, Status.FAILED, Status.REJECTED, Status.CANCELLED}
 
 
+class DiagnosticsStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
 class ErrorCategory(models.TextChoices):
     INVALID_INPUT = "invalid_input", "Invalid file"
     WORKER_LOST = "worker_lost", "Scoring worker lost"
@@ -104,6 +111,11 @@ class Submission(models.Model):
     unanswered = models.PositiveIntegerField(default=0)
     # Per-question results: used for CIs and diagnostics, never shown for hidden splits.
     item_scores = models.JSONField(default=list, blank=True)
+
+    # Diagnostics run after the score is stored (the score never waits for them). Only
+    # aggregates are kept here: they are what the entry page and the API show.
+    diagnostics_status = models.CharField(max_length=12, choices=DiagnosticsStatus.choices, blank=True)
+    diagnostics = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -9,15 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmark.models import Task
-from scoring import expmrc, stats
+from scoring import stats
 
 from . import lifecycle
 from .models import PLATFORM_CATEGORIES, ErrorCategory, Status, Submission
+from .scorers import InvalidPredictions, scorer_for
 
 log = logging.getLogger(__name__)
-
-SCORER_VERSION = "expmrc-1/nltk-3.9.2"
-
 
 class SubmissionRefused(Exception):
     """The upload cannot be accepted at all (closed task, quota); nothing is stored."""
@@ -93,10 +91,8 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
     else:
         raw = b"".join(uploaded_file.chunks())
         try:
-            expmrc.parse_predictions(
-                raw, expmrc.KeySpec.from_dict(test_set.key_spec), max_bytes=settings.SUBMISSION_MAX_BYTES
-            )
-        except expmrc.InvalidPredictions as exc:
+            scorer_for(task).parse(raw, test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
+        except InvalidPredictions as exc:
             error = str(exc)
 
     if error is not None:
@@ -132,9 +128,7 @@ def submission_upload_name():
 
 def run_scoring(submission):
     """Score a claimed (running) submission and store the result. Called by the worker."""
-    if submission.test_set is None:
-        return lifecycle.fail_run(submission, ErrorCategory.TEST_SET_GONE, "The test set no longer exists.")
-    spec = expmrc.KeySpec.from_dict(submission.test_set.key_spec)
+    scorer = scorer_for(submission.task)
     try:
         with submission.file.open("rb") as handle:
             raw = handle.read()
@@ -142,40 +136,40 @@ def run_scoring(submission):
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
     try:
-        predictions = expmrc.parse_predictions(raw, spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
-    except expmrc.InvalidPredictions as exc:
+        predictions = scorer.parse(raw, submission.test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
+    except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
     try:
-        result = expmrc.score_predictions(submission.test_set.gold, predictions)
+        run = scorer.score(submission.task, submission.test_set.gold, predictions)
     except Exception as exc:
         # Only the exception type is logged: messages could quote gold text.
         log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
         return lifecycle.fail_run(
             submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
         )
-    return lifecycle.store_scores(submission, **scores_from_result(submission.task, result))
+    stored = lifecycle.store_scores(
+        submission,
+        scores=run.scores,
+        ci=confidence_intervals(submission.task, run.item_rows),
+        item_scores=run.item_rows,
+        total=run.total,
+        unanswered=run.unanswered,
+        scorer_version=scorer.version,
+    )
+    if stored:
+        from . import diagnostics
+
+        diagnostics.schedule(submission)
+    return stored
 
 
-def scores_from_result(task, result):
-    """API-shaped scores (official 0-100 scale) and 95% bootstrap CIs from an ExpmrcScore."""
-    per_metric = {
-        task.answer_metric: [q["answer"] * 100 for q in result.per_question],
-        "evidence_f1": [q["evidence"] * 100 for q in result.per_question],
-        "overall_f1": [q["overall"] * 100 for q in result.per_question],
-    }
-    scores = {task.answer_metric: result.answer, "evidence_f1": result.evidence, "overall_f1": result.overall}
-    ci = {
-        metric: list(stats.bootstrap_ci(values, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
-        for metric, values in per_metric.items()
-    }
-    item_scores = [[q["answer"], q["evidence"], q["overall"]] for q in result.per_question]
+def confidence_intervals(task, item_rows):
+    """95% bootstrap CI per metric (0-100 scale)."""
+    keys = [key for key, _ in task.metric_columns]
+    per_metric = {key: [row[i] * 100 for row in item_rows] for i, key in enumerate(keys)}
     return {
-        "scores": scores,
-        "ci": ci,
-        "item_scores": item_scores,
-        "total": result.total,
-        "unanswered": result.unanswered,
-        "scorer_version": SCORER_VERSION,
+        key: list(stats.bootstrap_ci(values, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
+        for key, values in per_metric.items()
     }
 
 

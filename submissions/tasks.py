@@ -30,3 +30,30 @@ def reap_stuck_submissions():
     if any(counts.values()):
         log.warning("reaper: %s", counts)
     return counts
+
+
+@shared_task(name="submissions.tasks.compute_diagnostics", acks_late=True, reject_on_worker_lost=True)
+def compute_diagnostics(submission_id):
+    from . import diagnostics
+    from .models import DiagnosticsStatus, Status, Submission
+
+    claimed = Submission.objects.filter(
+        pk=submission_id, status=Status.SCORED, diagnostics_status=DiagnosticsStatus.PENDING
+    ).update(diagnostics_status=DiagnosticsStatus.RUNNING)
+    if not claimed:
+        return "skipped"
+    submission = Submission.objects.select_related("task", "test_set").get(pk=submission_id)
+    try:
+        result = diagnostics.run(submission)
+    except Exception as exc:
+        # The type only: a message could quote hidden gold.
+        log.error("diagnostics of submission %s failed: %s", submission_id, type(exc).__name__)
+        Submission.objects.filter(pk=submission_id).update(
+            diagnostics_status=DiagnosticsStatus.FAILED,
+            diagnostics={"error": "The diagnostics failed on this submission; the maintainers have been told."},
+        )
+        return DiagnosticsStatus.FAILED
+    Submission.objects.filter(pk=submission_id, diagnostics_status=DiagnosticsStatus.RUNNING).update(
+        diagnostics_status=DiagnosticsStatus.DONE, diagnostics=result
+    )
+    return DiagnosticsStatus.DONE

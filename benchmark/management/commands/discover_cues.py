@@ -1,0 +1,24 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.cues import discover
+from benchmark.models import Task
+
+
+class Command(BaseCommand):
+    help = "Run ICQ cue discovery now for the current test set of a task (normally a worker does it after import)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--task", required=True)
+
+    def handle(self, *args, **opts):
+        task = Task.objects.filter(slug=opts["task"]).first()
+        if task is None or task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
+            raise CommandError(f"{opts['task']}: no multiple-choice or classification task of that name")
+        test_set = task.current_test_set()
+        if test_set is None:
+            raise CommandError(f"{task.slug} has no test set")
+        part = discover(type(test_set).objects.get(pk=test_set.pk))
+        self.stdout.write(f"{task.slug}: {len(part['cues'])} cues ({part['status']}). {part['note']}")
+        for cue in part["cues"][:5]:
+            self.stdout.write(f"  {cue['feature']}={cue['value']}: cueness {cue['cueness']:.5f} "
+                              f"(R {cue['n_reference']}, S {cue['n_test']})")

@@ -1,0 +1,116 @@
+"""Per-submission diagnostics (SPEC §8), run by a worker after the score is stored.
+
+Only aggregates are stored and shown: per-question outcomes of a hidden split never leave
+this module. Each part records whether it applies to the task and why not when it does not.
+"""
+import logging
+
+from django.conf import settings
+from django.db import transaction
+
+from scoring import expmrc
+
+from .models import DiagnosticsStatus, Submission
+
+log = logging.getLogger(__name__)
+
+
+def schedule(submission):
+    """Mark diagnostics pending and send them to a worker after commit."""
+    Submission.objects.filter(pk=submission.pk).update(diagnostics_status=DiagnosticsStatus.PENDING)
+    submission.diagnostics_status = DiagnosticsStatus.PENDING
+
+    def send():
+        from .tasks import compute_diagnostics
+
+        try:
+            compute_diagnostics.apply_async(args=[submission.pk])
+        except Exception:
+            log.exception("could not enqueue diagnostics of submission %s", submission.pk)
+
+    transaction.on_commit(send)
+
+
+def span_items(gold):
+    """(question, context, gold answers) per question, in the scorer's file order."""
+    return [
+        {"question": qa["question"], "context": paragraph["context"], "answers": [a["text"] for a in qa["answers"]]}
+        for article in gold["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+
+
+def span_diagnostics(task, gold, item_scores):
+    from scoring import linguistic, permutation
+
+    items = span_items(gold)
+    answer_f1 = [row[0] for row in item_scores]
+    # Seed 003 tests "correctness": a question counts as correct when its answer F1 is 1
+    # (the normalised answer equals one of the references).
+    correct = [f1 == 1.0 for f1 in answer_f1]
+    question_types = permutation.question_type_report(
+        [i["question"] for i in items], [i["context"] for i in items], correct,
+        language=task.language, n_permutations=settings.DIAGNOSTICS_PERMUTATIONS, seed=0,
+    )
+    bias = linguistic.linguistic_bias(
+        [{**item, "f1": f1} for item, f1 in zip(items, answer_f1)], language=task.language
+    )
+    return {"question_types": question_types, "linguistic_bias": bias}
+
+
+def predicted_labels(submission, gold):
+    """Predicted option index (multi-choice) per question key, from the stored file."""
+    from .scorers import scorer_for
+
+    with submission.file.open("rb") as handle:
+        predictions = scorer_for(submission.task).parse(
+            handle.read(), submission.test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES
+        )
+    if submission.task.kind == "classification":
+        return predictions
+    letters = expmrc.KeySpec.from_dict(submission.test_set.key_spec).option_letters
+    return {key: letters.index(entry["answer"]) for key, entry in predictions.items()}
+
+
+def icq_diagnostics(submission):
+    """ICQ accuracy and distribution tests against the cues found for this test-set version."""
+    from scoring import icq
+
+    cues_info = (submission.test_set.diagnostics or {}).get("icq")
+    if not cues_info or cues_info.get("status") not in ("done", "no_reference"):
+        return {"applicable": False, "note": "Cue discovery has not finished for this test set yet."}
+    task = submission.task
+    instances = test_instances(task, submission.test_set.gold)
+    predictions = predicted_labels(submission, submission.test_set.gold)
+    kind = "classification" if task.kind == "classification" else "multichoice"
+    result = {
+        "applicable": True,
+        "accuracy_test": icq.accuracy_test(instances, predictions, cues_info["cues"], kind=kind, language=task.language),
+        "distribution_test": [],
+        "note": cues_info.get("note", ""),
+    }
+    if cues_info["status"] == "done":
+        result["distribution_test"] = icq.distribution_test(
+            instances, predictions, cues_info["cues"], kind=kind, language=task.language, seed=0
+        )
+    return result
+
+
+def test_instances(task, gold):
+    from scoring import icq
+
+    if task.kind == "classification":
+        return icq.load_instances(gold["rows"], "classification")
+    return icq.expmrc_multichoice_instances(gold)
+
+
+def run(submission):
+    """Compute and store the diagnostics of a scored submission."""
+    task = submission.task
+    parts = {}
+    if task.kind == "span":
+        parts.update(span_diagnostics(task, submission.test_set.gold, submission.item_scores))
+    if task.kind in ("multichoice", "classification"):
+        parts["icq"] = icq_diagnostics(submission)
+    return parts
