@@ -1,5 +1,7 @@
 """Leaderboard rows for a task: human rows pinned on top, then reported baselines and
 server-scored public submissions ranked together by the primary metric."""
+import hashlib
+
 from .models import ReportedResult
 
 
@@ -49,7 +51,36 @@ def leaderboard_rows(task):
         value = row["scores"].get(metric)
         row["rank"] = ranked[position - 2]["rank"] if value == previous else position
         previous = value
+    for row in pinned:
+        row.update(tier=None, p_vs_above=None)
+    add_tiers(task, ranked)
     return pinned + ranked
+
+
+def add_tiers(task, ranked):
+    """Significance tiers (SPEC §8): a paired sign-flip test on per-question primary-metric
+    scores between each server-scored entry and the scored entry ranked just above it;
+    entries not significantly different at alpha = 0.05 share a tier. Reported rows have no
+    per-item data and get no tier. Cached until the set of entries changes."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    from scoring.stats import significance_tiers
+    from submissions.selectors import item_scores_of
+
+    ids = [row["submission_id"] for row in ranked if row["submission_id"]]
+    key = f"tiers:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()
+    tiers = cache.get(key)
+    if tiers is None:
+        column = len(task.metric_columns) - 1  # the primary metric is the last column
+        items = item_scores_of(ids)
+        tiers = significance_tiers(
+            [[r[column] for r in items[row["submission_id"]]] if row["submission_id"] else None for row in ranked],
+            alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
+        )
+        cache.set(key, tiers, 3600)
+    for row, tier in zip(ranked, tiers):
+        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"])
 
 
 def benchmark_average_rows(benchmark):

@@ -57,6 +57,9 @@ class LeaderboardRowSerializer(serializers.Serializer):
     kind = serializers.CharField()
     source = serializers.CharField(allow_blank=True)
     submission_id = serializers.IntegerField(allow_null=True)
+    tier = serializers.IntegerField(allow_null=True, help_text="significance tier (1 = top); null for reported rows")
+    p_vs_above = serializers.FloatField(
+        allow_null=True, help_text="paired sign-flip p-value against the scored entry ranked just above")
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -11,3 +11,8 @@ def public_scored_submissions(task, test_set):
         .defer("item_scores")
         .order_by("finished_at", "pk")
     )
+
+
+def item_scores_of(submission_ids):
+    """{id: per-question rows} for leaderboard statistics. Internal: never serialised."""
+    return dict(Submission.objects.filter(pk__in=submission_ids).values_list("pk", "item_scores"))

@@ -78,3 +78,33 @@ def upload_file(content, name="predictions.json"):
     if isinstance(content, str):
         content = content.encode("utf-8")
     return SimpleUploadedFile(name, content, content_type="application/json")
+
+
+WH_WORDS = ["What", "Who", "When", "Where", "Why", "How", "Which"]
+
+
+def synthetic_span_gold(n_questions=60, version="expmrc-squad-synthetic"):
+    """A SQuAD-layout gold with ``n_questions`` questions (question words cycle through
+    WH_WORDS), one paragraph each; answer "token<i>" and evidence "Fact <i> holds." are
+    unique per question so a test can tell any two apart."""
+    paragraphs = []
+    for i in range(n_questions):
+        evidence = f"Fact {i} holds because token{i} was seen."
+        context = f"Intro sentence number {i}. {evidence} Closing remark {i}."
+        paragraphs.append({
+            "context": context,
+            "qas": [{
+                "id": f"syn-{i:04d}",
+                "question": f"{WH_WORDS[i % len(WH_WORDS)]} is the token of fact {i}?",
+                "answers": [{"text": f"token{i}", "answer_start": context.index(f"token{i}")}],
+                "evidences": [evidence],
+            }],
+        })
+    return {"version": version, "data": [{"title": "Synthetic", "paragraphs": paragraphs}]}
+
+
+def make_task_from_gold(tmp_path, gold, slug="expmrc-squad", name="SQuAD", language="en", version="v1"):
+    path = tmp_path / f"{slug}-{version}.json"
+    path.write_text(json.dumps(gold), encoding="utf-8")
+    test_set, _ = import_expmrc(path, task_slug=slug, version=version, task_name=name, language=language)
+    return test_set.task
