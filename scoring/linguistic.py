@@ -1,0 +1,230 @@
+"""Linguistic-bias analysis (seed 000 "Linguistic Bias Analysis", SPEC §8).
+
+The test set is split into subsets by five properties of the items, with the bins of
+``data/skills/linguistic_subsets.json``; a model's F1 is computed per subset and its bias score
+is the variance of those subset F1s (population variance over the non-empty subsets): the
+larger, the more the model's quality depends on surface properties of the input.
+
+Choices the seed leaves open (documented here and in each property's ``note``):
+- words: runs of letters/digits/underscore, keeping inner apostrophes and hyphens
+  ("Victoria's", "centre-left" are one word); punctuation is not a word;
+- Chinese ("zh"): lengths count characters other than white space and punctuation;
+  Flesch-Kincaid grade and word frequency are English measures and are "not applicable";
+- syllables: a vowel-group heuristic (see ``count_syllables``), sentences: NLTK Punkt
+  (vendored model, no download);
+- word frequency: no frequency list is available offline, so the corpus is the evaluated test
+  set itself: the distinct passages, counted once each. A passage's value is the mean, over its
+  running words, of each word's frequency per million words of that corpus (the passage's own
+  words included). Per million keeps the original bin width of 500 meaningful whatever the
+  test-set size: SQuAD passages come out between ~4,500 and ~19,000, the order of magnitude of
+  the original plots (~1,000-10,000 raw counts from an unnamed list). The wordfreq package
+  (an external list) was not used, to add no dependency and no downloaded data.
+F1 values are taken on the 0..1 scale, so the bias is in (0..1 F1) squared units (multiply
+by 10,000 for F1 on a 0..100 scale).
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from typing import Iterable, Sequence
+
+import numpy as np
+from nltk.tokenize import sent_tokenize
+
+import scoring.expmrc  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
+from scoring.question_types import OTHER, bin_sort_key, length_bin, question_type, value_bin
+
+DEFAULT_BIN_WIDTHS = {
+    "passage_length": 50,
+    "answer_length": 1,
+    "flesch_kincaid_grade": 2,
+    "word_frequency": 500,
+}
+# The subsets of the original platform (linguistic_subsets.json), in its display order.
+ENGLISH_QUESTION_WORDS = ("which", "where", "what", "who", "how", "when", "why", OTHER)
+# The original has no "whom"/"whose" subset; both are forms of "who".
+_FOLDED_WH_WORDS = {"whom": "who", "whose": "who"}
+
+_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
+_VOWEL_GROUP = re.compile(r"[aeiouy]+")
+_NOT_LETTER = re.compile(r"[^a-z]")
+
+
+def words(text: str) -> list[str]:
+    """Word tokens of English text (punctuation dropped, contractions and hyphenations kept)."""
+    return _WORD.findall(text)
+
+
+def character_length(text: str) -> int:
+    """Length of Chinese text: characters that are neither white space nor punctuation."""
+    return sum(1 for char in text if not char.isspace() and not unicodedata.category(char).startswith("P"))
+
+
+def count_syllables(word: str) -> int:
+    """Approximate English syllable count: groups of consecutive vowels (a e i o u y), minus a
+    silent final "e" ("make" 1, but "table" 2 and "free" 1) and a silent "-ed" ("jumped" 1, but
+    "wanted" 2), at least 1. Words without letters (numbers) count 1. Good to about one
+    syllable on long or foreign words, which is enough for a readability grade averaged over a
+    passage."""
+    letters = _NOT_LETTER.sub("", word.lower())
+    if not letters:
+        return 1
+    count = len(_VOWEL_GROUP.findall(letters))
+    if count > 1:
+        if letters.endswith("e") and not letters.endswith(("le", "ee", "ye")) and letters[-2] not in "aeiouy":
+            count -= 1
+        elif letters.endswith("ed") and len(letters) > 3 and letters[-3] not in "aeiouytd":
+            count -= 1
+    return max(1, count)
+
+
+def flesch_kincaid_grade(text: str) -> float | None:
+    """0.39 * words/sentences + 11.8 * syllables/words - 15.59; None for a text with no words."""
+    tokens = words(text)
+    if not tokens:
+        return None
+    sentences = max(1, len(sent_tokenize(text, language="english")))
+    syllables = sum(count_syllables(token) for token in tokens)
+    return 0.39 * len(tokens) / sentences + 11.8 * syllables / len(tokens) - 15.59
+
+
+def word_frequencies(passages: Iterable[str]) -> dict[str, float]:
+    """Frequency per million words of every (lower-cased) word over the distinct passages."""
+    counts: Counter[str] = Counter()
+    for passage in dict.fromkeys(passages):  # distinct, first-seen order
+        counts.update(token.lower() for token in words(passage))
+    total = sum(counts.values())
+    return {word: count * 1e6 / total for word, count in counts.items()} if total else {}
+
+
+def _mean_frequency(passage: str, frequencies: dict[str, float]) -> float | None:
+    tokens = words(passage)
+    if not tokens:
+        return None
+    return sum(frequencies[token.lower()] for token in tokens) / len(tokens)
+
+
+def _validated_items(items: Sequence[dict]) -> list[tuple[str, str, list[str], float]]:
+    rows = []
+    for index, item in enumerate(items):
+        try:
+            question, context, answers, f1 = item["question"], item["context"], item["answers"], item["f1"]
+        except (KeyError, TypeError):
+            raise ValueError(f'item {index} must be an object with "question", "context", "answers" and "f1"') from None
+        if not isinstance(question, str) or not isinstance(context, str):
+            raise ValueError(f"item {index}: question and context must be strings")
+        if isinstance(answers, str) or not all(isinstance(answer, str) for answer in answers):
+            raise ValueError(f"item {index}: answers must be a list of strings")
+        if isinstance(f1, bool) or not isinstance(f1, (int, float)) or not 0.0 <= f1 <= 1.0:
+            raise ValueError(f"item {index}: f1 must be a number between 0 and 1")
+        rows.append((question, context, list(answers), float(f1)))
+    return rows
+
+
+def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[str] | None = None) -> list[dict]:
+    """Bins (non-empty only) with their item count and mean F1; items labelled None are left
+    out. Categorical bins follow ``order``, numeric ones their numeric order."""
+    groups: dict[str, list[float]] = {}
+    for label, value in zip(labels, f1):
+        if label is not None:
+            groups.setdefault(label, []).append(value)
+    if order is not None:
+        names = [name for name in order if name in groups]
+    else:
+        names = sorted(groups, key=bin_sort_key)
+    return [{"label": name, "n": len(groups[name]), "f1": float(np.mean(groups[name]))} for name in names]
+
+
+def _bias(bins: list[dict]) -> float | None:
+    """Population variance of the subset F1s; None without any subset."""
+    if not bins:
+        return None
+    return float(np.var([subset["f1"] for subset in bins]))
+
+
+def _property(name: str, bins: list[dict], *, width, unit: str, note: str) -> dict:
+    return {"name": name, "applicable": True, "bin_width": width, "unit": unit,
+            "bins": bins, "bias": _bias(bins), "note": note}
+
+
+def _not_applicable(name: str, note: str) -> dict:
+    return {"name": name, "applicable": False, "bin_width": None, "unit": None,
+            "bins": [], "bias": None, "note": note}
+
+
+def _bin_widths(overrides: dict | None) -> dict:
+    widths = dict(DEFAULT_BIN_WIDTHS)
+    for name, width in (overrides or {}).items():
+        if name not in widths:
+            raise ValueError(f"unknown property {name!r} in bin_widths (known: {', '.join(widths)})")
+        if isinstance(width, bool) or not isinstance(width, (int, float)) or not width > 0 or not math.isfinite(width):
+            raise ValueError(f"bin width of {name} must be a positive number")
+        if name in ("passage_length", "answer_length") and int(width) != width:
+            raise ValueError(f"bin width of {name} must be a whole number (it bins counts)")
+        widths[name] = width
+    return widths
+
+
+def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: dict | None = None) -> dict:
+    """Subset F1 and bias score for the five linguistic properties of seed 000.
+
+    ``items``: ``{"question", "context", "answers": [gold answer texts], "f1": 0..1}``.
+    ``bin_widths`` overrides the defaults ``DEFAULT_BIN_WIDTHS`` per property.
+    Returns ``{"language", "n_items", "properties": [{"name", "applicable", "bin_width",
+    "unit", "bins": [{"label", "n", "f1"}], "bias", "note"}]}``; properties in the order
+    question_words, passage_length, answer_length, flesch_kincaid_grade, word_frequency.
+    """
+    if language not in ("en", "zh"):
+        raise ValueError(f"unsupported language {language!r} (expected 'en' or 'zh')")
+    widths = _bin_widths(bin_widths)
+    rows = _validated_items(items)
+    f1 = [row[3] for row in rows]
+    questions = [row[0] for row in rows]
+    passages = [row[1] for row in rows]
+    first_answers = [row[2][0] if row[2] else "" for row in rows]
+    english = language == "en"
+    length = (lambda text: len(words(text))) if english else character_length
+    unit = "words" if english else "characters"
+
+    types = [question_type(question, language) for question in questions]
+    if english:
+        types = [_FOLDED_WH_WORDS.get(kind, kind) for kind in types]
+        order = list(ENGLISH_QUESTION_WORDS)
+        note = "first wh-word of the question (whom and whose count as who), other when there is none"
+    else:
+        order = sorted(set(types) - {OTHER}) + [OTHER]
+        note = "first Chinese interrogative of the question (longest at the earliest position), other when none"
+    question_words = _property("question_words", _subsets(types, f1, order), width=None, unit="category", note=note)
+
+    passage_width, answer_width = int(widths["passage_length"]), int(widths["answer_length"])
+    properties = [
+        question_words,
+        _property("passage_length", _subsets([length_bin(length(p), passage_width) for p in passages], f1),
+                  width=passage_width, unit=unit, note=f"passage length in {unit}"),
+        _property("answer_length", _subsets([length_bin(length(a), answer_width) for a in first_answers], f1),
+                  width=answer_width, unit=unit, note=f"length of the first gold answer in {unit}"),
+    ]
+    if english:
+        grade_width = widths["flesch_kincaid_grade"]
+        grades = {passage: flesch_kincaid_grade(passage) for passage in dict.fromkeys(passages)}
+        grade_labels = [None if grades[p] is None else value_bin(grades[p], grade_width) for p in passages]
+        properties.append(_property(
+            "flesch_kincaid_grade", _subsets(grade_labels, f1), width=grade_width, unit="grade",
+            note=("0.39 words/sentences + 11.8 syllables/words - 15.59 of the passage; sentences by NLTK "
+                  "Punkt, syllables by a vowel-group heuristic; passages without words are left out")))
+        frequency_width = widths["word_frequency"]
+        frequencies = word_frequencies(passages)
+        means = {passage: _mean_frequency(passage, frequencies) for passage in dict.fromkeys(passages)}
+        frequency_labels = [None if means[p] is None else value_bin(means[p], frequency_width) for p in passages]
+        properties.append(_property(
+            "word_frequency", _subsets(frequency_labels, f1), width=frequency_width, unit="per million words",
+            note=("mean frequency of the passage's words, per million words of this test set's distinct "
+                  "passages (no external frequency list is used); higher means more common vocabulary")))
+    else:
+        properties.append(_not_applicable(
+            "flesch_kincaid_grade", "Flesch-Kincaid grade is defined for English text only"))
+        properties.append(_not_applicable(
+            "word_frequency", "passage word frequency needs English word tokens; not computed for Chinese"))
+    return {"language": language, "n_items": len(rows), "properties": properties}

@@ -1,0 +1,140 @@
+"""Linguistic-bias analysis (seed 000): subsets, F1 per subset, variance."""
+import json
+
+import numpy as np
+import pytest
+
+from scoring.linguistic import (
+    character_length, count_syllables, flesch_kincaid_grade, linguistic_bias, word_frequencies, words)
+
+SHORT = "The sky is blue today."  # 5 words
+LONG = " ".join(["word"] * 59) + "."  # 59 words
+
+ITEMS = [
+    {"question": "What color is the sky?", "context": SHORT, "answers": ["blue"], "f1": 1.0},
+    {"question": "What is it?", "context": SHORT, "answers": ["the sky is blue", "blue"], "f1": 0.5},
+    {"question": "Who painted it?", "context": LONG, "answers": ["Monet"], "f1": 0.0},
+    {"question": "Name the painter.", "context": LONG, "answers": ["Claude Monet"], "f1": 0.25},
+]
+
+
+def by_name(result):
+    return {prop["name"]: prop for prop in result["properties"]}
+
+
+def subsets(prop):
+    return [(b["label"], b["n"], b["f1"]) for b in prop["bins"]]
+
+
+def test_subsets_and_variance_by_hand():
+    result = linguistic_bias(ITEMS)
+    json.dumps(result)
+    assert result["n_items"] == 4
+    props = by_name(result)
+    assert list(props) == ["question_words", "passage_length", "answer_length",
+                           "flesch_kincaid_grade", "word_frequency"]
+
+    assert subsets(props["question_words"]) == [("what", 2, 0.75), ("who", 1, 0.0), ("other", 1, 0.25)]
+    mean = (0.75 + 0.0 + 0.25) / 3
+    expected = ((0.75 - mean) ** 2 + mean ** 2 + (0.25 - mean) ** 2) / 3  # population variance
+    assert props["question_words"]["bias"] == pytest.approx(expected)
+
+    assert subsets(props["passage_length"]) == [("0-49", 2, 0.75), ("50-99", 2, 0.125)]
+    assert props["passage_length"]["bias"] == pytest.approx(0.3125 ** 2)
+
+    # First gold answer only: "blue" 1, "the sky is blue" 4, "Monet" 1, "Claude Monet" 2 words.
+    assert subsets(props["answer_length"]) == [("1", 2, 0.5), ("2", 1, 0.25), ("4", 1, 0.5)]
+    assert props["answer_length"]["bias"] == pytest.approx(np.var([0.5, 0.25, 0.5]))
+    assert all(prop["applicable"] for prop in props.values())
+
+
+def test_question_words_fold_whom_and_whose_into_who():
+    items = [{"question": q, "context": SHORT, "answers": ["x"], "f1": 1.0}
+             for q in ("Whom did he see?", "Whose book?", "Who came?", "Why?")]
+    props = by_name(linguistic_bias(items))
+    assert subsets(props["question_words"]) == [("who", 3, 1.0), ("why", 1, 1.0)]
+    assert props["question_words"]["bias"] == 0.0
+
+
+def test_bin_widths_can_be_overridden():
+    props = by_name(linguistic_bias(ITEMS, bin_widths={"passage_length": 100, "answer_length": 2}))
+    assert subsets(props["passage_length"]) == [("0-99", 4, 0.4375)]
+    assert props["passage_length"]["bias"] == 0.0
+    assert [b["label"] for b in props["answer_length"]["bins"]] == ["0-1", "2-3", "4-5"]
+    for bad in ({"nope": 3}, {"passage_length": 0}, {"answer_length": 1.5}):
+        with pytest.raises(ValueError):
+            linguistic_bias(ITEMS, bin_widths=bad)
+
+
+def test_flesch_kincaid_by_hand():
+    # 6 one-syllable words in 2 sentences: 0.39 * 3 + 11.8 * 1 - 15.59 = -2.62
+    assert flesch_kincaid_grade("The cat sat. The dog ran.") == pytest.approx(-2.62)
+    assert flesch_kincaid_grade("...") is None
+    items = [{"question": "What?", "context": "The cat sat. The dog ran.", "answers": ["cat"], "f1": 1.0}]
+    assert subsets(by_name(linguistic_bias(items))["flesch_kincaid_grade"]) == [("[-4, -2)", 1, 1.0)]
+
+
+def test_sentences_come_from_punkt_not_from_every_full_stop():
+    # "Mr." is a known abbreviation: one sentence of 4 words of 1 syllable each ("Mr" has no
+    # vowel and counts 1).
+    assert flesch_kincaid_grade("Mr. Smith came home.") == pytest.approx(0.39 * 4 + 11.8 * 4 / 4 - 15.59)
+
+
+@pytest.mark.parametrize("word, syllables", [
+    ("the", 1), ("make", 1), ("table", 2), ("free", 1), ("jumped", 1), ("wanted", 2),
+    ("beautiful", 3), ("syllable", 3), ("1853", 1), ("rhythm", 1),
+    ("Victoria's", 3),  # really 4: a vowel group such as "ia" can hold two syllables
+])
+def test_syllable_heuristic(word, syllables):
+    assert count_syllables(word) == syllables
+
+
+def test_word_frequency_by_hand():
+    # Distinct passages "a b a" and "b c" (the repeat counts once): a 2, b 2, c 1 of 5 words.
+    frequencies = word_frequencies(["a b a", "b c", "a b a"])
+    assert frequencies == {"a": 400_000.0, "b": 400_000.0, "c": 200_000.0}
+    items = [{"question": "What?", "context": context, "answers": ["a"], "f1": f1}
+             for context, f1 in (("a b a", 1.0), ("b c", 0.0), ("a b a", 0.5))]
+    prop = by_name(linguistic_bias(items, bin_widths={"word_frequency": 100_000}))["word_frequency"]
+    # passage means: "a b a" -> 400,000; "b c" -> 300,000 per million
+    assert subsets(prop) == [("[300000, 400000)", 1, 0.0), ("[400000, 500000)", 2, 0.75)]
+    assert prop["bias"] == pytest.approx(0.375 ** 2)
+    assert "test set" in prop["note"]
+
+
+def test_words():
+    assert words("Victoria's centre-left party, (ALP) won 95,000 votes!") == [
+        "Victoria's", "centre-left", "party", "ALP", "won", "95", "000", "votes"]
+
+
+def test_chinese():
+    items = [
+        {"question": "谁是作者？", "context": "天天 向上。", "answers": ["鲁迅"], "f1": 1.0},
+        {"question": "为什么下雨？", "context": "天" * 60, "answers": ["因为云"], "f1": 0.0},
+    ]
+    result = linguistic_bias(items, language="zh")
+    props = by_name(result)
+    assert subsets(props["question_words"]) == [("为什么", 1, 0.0), ("谁", 1, 1.0)]
+    assert subsets(props["passage_length"]) == [("0-49", 1, 1.0), ("50-99", 1, 0.0)]
+    assert props["passage_length"]["unit"] == "characters"
+    assert subsets(props["answer_length"]) == [("2", 1, 1.0), ("3", 1, 0.0)]
+    for name in ("flesch_kincaid_grade", "word_frequency"):
+        assert props[name]["applicable"] is False
+        assert props[name]["bins"] == [] and props[name]["bias"] is None and props[name]["note"]
+    assert character_length("天天 向上。") == 4
+
+
+def test_empty_and_invalid_input():
+    result = linguistic_bias([])
+    assert all(prop["bias"] is None and prop["bins"] == [] for prop in result["properties"])
+    bad_items = [
+        [{"question": "What?", "context": "x", "answers": ["x"]}],
+        [{"question": "What?", "context": "x", "answers": ["x"], "f1": 1.5}],
+        [{"question": "What?", "context": "x", "answers": "x", "f1": 1.0}],
+        ["not a dict"],
+    ]
+    for items in bad_items:
+        with pytest.raises(ValueError):
+            linguistic_bias(items)
+    with pytest.raises(ValueError):
+        linguistic_bias(ITEMS, language="fr")

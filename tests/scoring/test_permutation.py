@@ -1,0 +1,235 @@
+"""Question-type permutation tests (seed 003): TVD, one-vs-rest deltas, Bonferroni."""
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+from scipy.stats import hypergeom
+
+from scoring.permutation import categorical_test, one_vs_rest_tests, question_type_report, tertile_bins
+
+# a: 1 of 2 correct (0.5), b: 2 of 2 (1.0), c: 1 of 4 (0.25); overall 4 of 8 = 0.5.
+HAND_GROUPS = ["a", "a", "b", "b", "c", "c", "c", "c"]
+HAND_CORRECT = [1, 0, 1, 1, 0, 0, 1, 0]
+
+
+def test_tvd_by_hand():
+    result = categorical_test(HAND_GROUPS, HAND_CORRECT, n_permutations=100)
+    # 1/2 (|0.5 - 0.5| + |1.0 - 0.5| + |0.25 - 0.5|) = 0.375
+    assert result["statistic"] == pytest.approx(0.375)
+    assert result["groups"] == {
+        "a": {"n": 2, "correct": 1, "accuracy": 0.5},
+        "b": {"n": 2, "correct": 2, "accuracy": 1.0},
+        "c": {"n": 4, "correct": 1, "accuracy": 0.25},
+    }
+    assert result["overall_accuracy"] == 0.5
+    assert result["n_permutations"] == 100
+
+
+def test_one_vs_rest_deltas_by_hand():
+    result = one_vs_rest_tests(HAND_GROUPS, HAND_CORRECT, min_items=2, n_permutations=100)
+    by_group = {test["group"]: test for test in result["tests"]}
+    # delta = accuracy(rest) - accuracy(group)
+    assert by_group["a"]["statistic"] == pytest.approx(3 / 6 - 1 / 2)
+    assert by_group["b"]["statistic"] == pytest.approx(2 / 6 - 2 / 2)
+    assert by_group["c"]["statistic"] == pytest.approx(3 / 4 - 1 / 4)
+    assert by_group["c"]["accuracy"] == 0.25 and by_group["c"]["rest_accuracy"] == 0.75
+    assert result["threshold"] == pytest.approx(0.05 / 3)
+
+
+def test_order_of_items_does_not_matter():
+    order = [7, 2, 5, 0, 3, 6, 1, 4]
+    shuffled = categorical_test([HAND_GROUPS[i] for i in order], [HAND_CORRECT[i] for i in order])
+    assert shuffled == categorical_test(HAND_GROUPS, HAND_CORRECT)
+
+
+def test_deterministic_for_a_seed():
+    groups, correct = synthetic(300, seed=1)
+    assert categorical_test(groups, correct, seed=5) == categorical_test(groups, correct, seed=5)
+    assert categorical_test(groups, correct, seed=5)["p_value"] != categorical_test(groups, correct, seed=6)["p_value"]
+    assert one_vs_rest_tests(groups, correct, seed=5) == one_vs_rest_tests(groups, correct, seed=5)
+
+
+def test_degenerate_inputs_give_p_one():
+    for correct in ([1] * 8, [0] * 8):
+        result = categorical_test(HAND_GROUPS, correct, n_permutations=50)
+        assert result["statistic"] == 0.0 and result["p_value"] == 1.0
+        tests = one_vs_rest_tests(HAND_GROUPS, correct, min_items=2, n_permutations=50)["tests"]
+        assert [test["p_value"] for test in tests] == [1.0, 1.0, 1.0]
+    single = categorical_test(["what"] * 5, [1, 0, 1, 0, 0], n_permutations=50)
+    assert single["statistic"] == 0.0 and single["p_value"] == 1.0
+    # A group holding every item has no rest to compare with: not tested.
+    assert one_vs_rest_tests(["what"] * 12, [1, 0] * 6, n_permutations=50)["tests"] == []
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"groups": ["a", "b"], "correct": [1]},
+    {"groups": [], "correct": []},
+    {"groups": ["a", "b"], "correct": [1, 2]},
+    {"groups": ["a", "b"], "correct": [1, 0], "n_permutations": 0},
+])
+def test_invalid_input(kwargs):
+    with pytest.raises(ValueError):
+        categorical_test(**kwargs)
+
+
+# --------------------------------------------------------------------------- exactness
+
+def synthetic(n, seed, accuracies=(0.3, 0.6, 0.7, 0.8)):
+    rng = np.random.default_rng(seed)
+    names = ["how", "what", "when", "who"][: len(accuracies)]
+    codes = rng.integers(0, len(names), size=n)
+    correct = rng.random(n) < np.asarray(accuracies)[codes]
+    return [names[c] for c in codes], correct.astype(int).tolist()
+
+
+def row_shuffling_null(groups, correct, statistic, n_permutations, seed):
+    """Reference: shuffle the group labels of the rows, as seed 003 describes."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(groups)
+    outcome = np.asarray(correct, dtype=float)
+    names = sorted(set(groups))
+    shuffled = rng.permuted(np.tile(labels, (n_permutations, 1)), axis=1)
+    counts = np.stack([((shuffled == name) * outcome).sum(axis=1) for name in names], axis=1)
+    sizes = np.array([np.sum(labels == name) for name in names])
+    return statistic(counts, sizes, outcome.mean()), statistic(
+        np.array([[outcome[labels == name].sum() for name in names]]), sizes, outcome.mean())[0]
+
+
+def tvd(counts, sizes, overall):
+    return 0.5 * np.abs(counts / sizes - overall).sum(axis=1)
+
+
+def assert_close_p(ours, reference, n_permutations):
+    # Two independent Monte Carlo estimates: standard error of their difference.
+    error = math.sqrt(2 * reference * (1 - reference) / n_permutations) + 2 / n_permutations
+    assert abs(ours - reference) < 4 * error, (ours, reference)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_categorical_matches_row_shuffling(seed):
+    groups, correct = synthetic(30, seed=seed, accuracies=(0.4, 0.6, 0.7))
+    n = 20_000
+    null, observed = row_shuffling_null(groups, correct, tvd, n, seed=99)
+    reference = np.mean(null >= observed - 1e-12)
+    result = categorical_test(groups, correct, n_permutations=n, seed=seed)
+    assert result["statistic"] == pytest.approx(observed)
+    assert 0.01 < reference < 0.99  # a p-value where Monte Carlo error is visible
+    assert_close_p(result["p_value"], reference, n)
+
+
+def test_one_vs_rest_matches_row_shuffling_and_the_exact_hypergeometric_tail():
+    groups, correct = synthetic(30, seed=3, accuracies=(0.4, 0.7, 0.8))
+    n = 20_000
+    result = one_vs_rest_tests(groups, correct, min_items=5, n_permutations=n, seed=1)
+    assert result["tests"]
+    total, total_correct = len(correct), sum(correct)
+    for test in result["tests"]:
+        binary = ["in" if g == test["group"] else "out" for g in groups]
+
+        def delta(counts, sizes, overall):  # columns: "in", "out" (sorted names)
+            return counts[:, 1] / sizes[1] - counts[:, 0] / sizes[0]
+
+        null, observed = row_shuffling_null(binary, correct, delta, n, seed=7)
+        assert test["statistic"] == pytest.approx(observed)
+        assert_close_p(test["p_value"], np.mean(null >= observed - 1e-12), n)
+        # delta only grows as the group's correct count falls: p = P(count <= observed count).
+        exact = hypergeom.cdf(round(test["accuracy"] * test["n"]), total, total_correct, test["n"])
+        assert_close_p(test["p_value"], exact, n)
+
+
+def test_bonferroni_threshold_and_flags():
+    rng = np.random.default_rng(8)
+    groups = ["why"] * 40 + ["what"] * 200 + ["who"] * 60 + ["whom"] * 5
+    correct = np.concatenate([rng.random(40) < 0.2, rng.random(200) < 0.8, rng.random(60) < 0.8,
+                              np.ones(5, bool)]).astype(int)
+    result = one_vs_rest_tests(groups, correct, n_permutations=20_000, alpha=0.05)
+    assert [test["group"] for test in result["tests"]] == ["what", "who", "why"]  # whom: 5 < 10 items
+    assert result["threshold"] == pytest.approx(0.05 / 3) and result["alpha"] == 0.05
+    flags = {test["group"]: test["significant"] for test in result["tests"]}
+    assert flags == {"what": False, "who": False, "why": True}
+    for test in result["tests"]:
+        assert test["significant"] == (test["p_value"] < result["threshold"])
+    assert one_vs_rest_tests(["a"] * 3 + ["b"] * 3, [1, 0] * 3)["threshold"] is None
+
+
+def test_a_million_permutations_are_fast():
+    groups, correct = synthetic(501, seed=4, accuracies=(0.7, 0.8, 0.8, 0.85))
+    start = time.perf_counter()
+    result = categorical_test(groups, correct, n_permutations=1_000_000)
+    assert time.perf_counter() - start < 5  # ~0.8 s on 2 cores
+    assert result["n_permutations"] == 1_000_000
+    assert 0 < result["p_value"] <= 1
+
+
+# --------------------------------------------------------------------------- report
+
+def test_tertile_bins_give_every_bin_data():
+    # numpy's linear quantiles: 14 + 2/3 (30 - 14) = 24.7 -> 25, 33 + 1/3 (70 - 33) = 45.3 -> 45
+    labels, cuts = tertile_bins([10, 12, 14, 30, 31, 33, 70, 80, 90])
+    assert cuts == [25, 45]
+    assert labels == ["0-24"] * 3 + ["25-44"] * 3 + ["45+"] * 3
+    assert tertile_bins([5] * 10) == (["0+"] * 10, [])  # all tied: one bin, no empty ones
+    labels, cuts = tertile_bins([1] * 8 + [2, 3])  # tertiles both 1 = the minimum: dropped
+    assert cuts == [] and set(labels) == {"0+"}
+    assert tertile_bins([]) == ([], [])
+
+
+def report_data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    starts = ["What is", "Who was", "When did", "Why did", "How many", "Which one"]
+    questions, contexts, correct = [], [], []
+    for i in range(n):
+        start = starts[i % len(starts)]
+        questions.append(f"{start} {'x' * int(rng.integers(5, 60))}?")
+        contexts.append("word " * int(rng.integers(20, 200)))
+        # "Why" questions are much harder.
+        correct.append(bool(rng.random() < (0.2 if start.startswith("Why") else 0.85)))
+    return questions, contexts, correct
+
+
+def test_question_type_report():
+    questions, contexts, correct = report_data()
+    report = question_type_report(questions, contexts, correct, n_permutations=20_000)
+    json.dumps(report)  # plain JSON
+    assert report["n_items"] == 400 and report["n_correct"] == sum(correct)
+    categorical = report["categorical"]
+    assert categorical["threshold"] == pytest.approx(0.05 / 3)
+    assert [t["variable"] for t in categorical["tests"]] == ["question_type", "question_length", "context_length"]
+    by_variable = {t["variable"]: t for t in categorical["tests"]}
+    assert by_variable["question_type"]["significant"] is True
+    assert by_variable["question_type"]["order"] == ["how", "what", "when", "which", "who", "why"]
+    for test in categorical["tests"]:
+        assert test["significant"] == (test["p_value"] < categorical["threshold"])
+        assert all(group["n"] > 0 for group in test["groups"].values())
+        assert sum(group["n"] for group in test["groups"].values()) == 400
+    assert len(by_variable["context_length"]["groups"]) == 3
+    assert by_variable["context_length"]["binning"]["unit"] == "characters"
+    one_vs_rest = report["one_vs_rest"]
+    assert one_vs_rest["threshold"] == pytest.approx(0.05 / 6)
+    flagged = [t["group"] for t in one_vs_rest["tests"] if t["significant"]]
+    assert flagged == ["why"]
+    assert report == question_type_report(questions, contexts, correct, n_permutations=20_000)
+
+
+def test_question_type_report_chinese():
+    questions = ["谁是作者？", "为什么下雨？", "这是什么？", "哪里？"] * 10
+    contexts = ["天" * (10 + i) for i in range(40)]
+    correct = [i % 3 != 0 for i in range(40)]
+    report = question_type_report(questions, contexts, correct, language="zh", n_permutations=2000)
+    groups = report["categorical"]["tests"][0]["groups"]
+    assert set(groups) == {"谁", "为什么", "什么", "哪里"}
+    assert [t["group"] for t in report["one_vs_rest"]["tests"]] == sorted(groups)
+
+
+def test_question_type_report_rejects_mismatched_lengths():
+    with pytest.raises(ValueError):
+        question_type_report(["What?"], ["c", "d"], [True])
+
+
+def test_groups_are_listed_in_a_stable_order_with_other_last():
+    result = categorical_test(["other", "what", "how", "what", "other", "how"], [1, 0, 1, 1, 0, 1], n_permutations=10)
+    assert list(result["groups"]) == ["how", "what", "other"]
+    bins = categorical_test(["100-149", "0-49", "50-99"], [1, 0, 1], n_permutations=10)
+    assert list(bins["groups"]) == ["0-49", "50-99", "100-149"]
