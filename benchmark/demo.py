@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .models import ReportedResult, Task, TestSet
-from .test_sets import ensure_expmrc_benchmark, import_expmrc
+from .test_sets import ensure_expmrc_benchmark, import_expmrc, import_multichoice_reference, schedule_dataset_diagnostics
 
 PAPER = "ExpMRC paper (Cui et al., Heliyon 2022), Table 3"
 PAPER_URL = "https://github.com/ymcui/expmrc"
@@ -23,6 +23,10 @@ EXPMRC_TASKS = [
 
 # (method, backbone family, {split: (answer, evidence, overall)}) per task, from Table 3.
 # The backbones are BERT-base / BERT-large-wwm for English, MacBERT-base / -large for Chinese.
+# Training data of the ExpMRC repository that serves as ICQ's reference split R (only C3's is
+# available here; RACE+ then shows the accuracy test only).
+REFERENCE_FILES = {"expmrc-c3": "train-pseudo-c3.zip"}
+
 _SPAN_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Predicted Answer Sent.", "Pseudo-data Training"]
 _MC_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Pseudo-data Training"]
 REPORTED = {
@@ -141,4 +145,13 @@ def load_demo(data_dir=None, log=print):
                 task=task, kind=fields["kind"], method=fields["method"],
                 defaults={**fields, "url": PAPER_URL, "order": position},
             )
+        reference = data_dir / "pseudo_training_data" / REFERENCE_FILES.get(slug, "-")
+        if reference.exists():
+            ref_set, ref_created = import_multichoice_reference(reference, task_slug=slug, version="pseudo-train-1")
+            log(f"{slug}: reference split {ref_set.version} ({ref_set.n_items} questions, for ICQ cue discovery) "
+                f"{'imported' if ref_created else 'already present'}")
+        # A fresh import queues cue discovery itself; re-queue only if an earlier run never finished it.
+        if kind == Task.MULTICHOICE and not created and "icq" not in (test_set.diagnostics or {}):
+            schedule_dataset_diagnostics(task)
+            log(f"{slug}: ICQ cue discovery queued for a worker")
     return benchmark

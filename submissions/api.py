@@ -1,5 +1,5 @@
 from django.db.models import Q
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -37,8 +37,8 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
 
     def get_queryset(self):
         user = self.request.user
-        base = Submission.objects.select_related("task", "test_set", "user__profile").defer("item_scores", "test_set__gold")
-        if self.action == "retrieve":
+        base = Submission.objects.select_related("task", "test_set", "user__profile").defer("item_scores", "test_set__gold", "test_set__public_inputs", "test_set__diagnostics")
+        if self.action in ("retrieve", "diagnostics"):
             visible = Q(public=True, status=Status.SCORED)
             if user.is_authenticated:
                 visible |= Q(user=user)
@@ -48,7 +48,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
         return base.filter(user=user)
 
     def get_permissions(self):
-        if self.action == "retrieve":
+        if self.action in ("retrieve", "diagnostics"):
             return []
         return [IsAuthenticated()]
 
@@ -74,3 +74,17 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
         except services.SubmissionRefused as exc:
             return Response({"error": exc.message}, status=exc.status_code)
         return Response(SubmissionSerializer(submission).data)
+
+    @extend_schema(
+        summary="Diagnostics of a scored submission (aggregates only; never per-question outcomes)",
+        responses={200: OpenApiResponse(description='{"id", "status": "pending|running|done|failed|none", "diagnostics": {...}}')},
+    )
+    @action(detail=True, methods=["get"])
+    def diagnostics(self, request, pk=None, format=None):
+        submission = self.get_object()
+        return Response({
+            "id": submission.pk,
+            "task": submission.task.slug,
+            "status": submission.diagnostics_status or "none",
+            "diagnostics": submission.diagnostics,
+        })

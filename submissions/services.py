@@ -164,13 +164,11 @@ def run_scoring(submission):
 
 
 def confidence_intervals(task, item_rows):
-    """95% bootstrap CI per metric (0-100 scale)."""
+    """95% bootstrap CI per metric (0-100 scale), one resample matrix for all metrics."""
     keys = [key for key, _ in task.metric_columns]
     per_metric = {key: [row[i] * 100 for row in item_rows] for i, key in enumerate(keys)}
-    return {
-        key: list(stats.bootstrap_ci(values, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
-        for key, values in per_metric.items()
-    }
+    cis = stats.bootstrap_cis(per_metric, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
+    return {key: list(bounds) for key, bounds in cis.items()}
 
 
 def cancel(submission):

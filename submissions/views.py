@@ -43,12 +43,30 @@ def submit(request, slug):
 def visible_submission(request, pk):
     submission = get_object_or_404(
         Submission.objects.select_related("task", "test_set", "user__profile").defer(
-            "item_scores", "test_set__gold", "test_set__public_inputs"), pk=pk)
+            "item_scores", "test_set__gold", "test_set__public_inputs", "test_set__diagnostics"), pk=pk)
     if submission.user_id != getattr(request.user, "id", None) and not (
         submission.public and submission.status == Status.SCORED
     ):
         raise Http404("No such submission")
     return submission
+
+
+def present_diagnostics(diagnostics):
+    """Display-ready copy of the stored diagnostics: ordered group rows for charts, readable
+    cue names and label distributions. The stored JSON stays as the API returns it."""
+    import copy
+
+    d = copy.deepcopy(diagnostics or {})
+    for test in (d.get("question_types") or {}).get("categorical", {}).get("tests", []):
+        groups = test.get("groups", {})
+        test["group_rows"] = [{"label": name, **groups[name]} for name in test.get("order", groups)]
+    icq = d.get("icq") or {}
+    for row in icq.get("accuracy_test", []) + icq.get("distribution_test", []):
+        row["cue"] = f"{row['feature']}={row['value']}"
+    for row in icq.get("distribution_test", []):
+        row["predicted_text"] = ", ".join(f"{k}: {v:.2f}" for k, v in row.get("predicted_dist", {}).items())
+        row["reference_text"] = ", ".join(f"{k}: {v:.2f}" for k, v in row.get("reference_dist", {}).items())
+    return d
 
 
 def detail(request, pk):
@@ -71,7 +89,8 @@ def detail(request, pk):
         "ahead": ahead,
         "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],
         "is_owner": submission.user_id == getattr(request.user, "id", None),
-        "refresh": not submission.is_terminal,
+        "refresh": not submission.is_terminal or submission.diagnostics_status in ("pending", "running"),
+        "diagnostics": present_diagnostics(submission.diagnostics),
     })
 
 

@@ -28,3 +28,34 @@ def ci_bar(low, high, value, width=90):
         f'<rect x="{x(low)}" y="1" width="{max(x(high) - x(low), 1)}" height="6" rx="2" class="ci-range"/>'
         f'<rect x="{x(value) - 0.75}" y="0" width="1.5" height="8" class="ci-point"/></svg>'
     )
+
+
+@register.simple_tag
+def hbar_chart(items, label_key, value_key, max_value=None, width=420, decimals=1, scale=1.0, signed=False):
+    """A horizontal bar chart as inline SVG (no JavaScript, no CDN). ``signed`` draws bars
+    left or right of a centre line, for differences such as ΔAcc."""
+    from django.utils.html import escape
+
+    rows = [(str(item[label_key]), item[value_key]) for item in items if item.get(value_key) is not None]
+    if not rows:
+        return ""
+    values = [float(v) for _, v in rows]  # bar lengths use raw values; labels show value * scale
+    label_w, bar_h, gap = 150, 16, 6
+    plot_w = width - label_w - 60
+    top = max_value if max_value is not None else (max(abs(v) for v in values) or 1.0)
+    height = len(rows) * (bar_h + gap) + gap
+    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
+    zero = label_w + (plot_w / 2 if signed else 0)
+    for i, ((label, _), value) in enumerate(zip(rows, values)):
+        y = gap + i * (bar_h + gap)
+        span = plot_w / 2 if signed else plot_w
+        length = min(abs(value) / top, 1.0) * span if top else 0
+        x = zero - length if signed and value < 0 else zero
+        cls = "bar-neg" if value < 0 else "bar"
+        parts.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="chart-label">{escape(label[:24])}</text>')
+        parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max(length, 1):.1f}" height="{bar_h}" rx="3" class="{cls}"/>')
+        parts.append(f'<text x="{max(x + length, zero) + 4:.1f}" y="{y + bar_h - 4}" class="chart-value">{value * scale:.{int(decimals)}f}</text>')
+    if signed:
+        parts.append(f'<line x1="{zero}" x2="{zero}" y1="0" y2="{height}" class="chart-zero"/>')
+    parts.append("</svg>")
+    return mark_safe("".join(parts))

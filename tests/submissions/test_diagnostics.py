@@ -1,0 +1,89 @@
+"""Per-submission diagnostics: computed after the score, stored as aggregates, shown on the
+entry page and at /api/submissions/{id}/diagnostics/, never exposing per-question outcomes."""
+import json
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from submissions.models import DiagnosticsStatus, Submission
+from submissions.services import submit_predictions
+from submissions.tasks import compute_diagnostics, score_submission
+from tests.factories import make_task_from_gold, make_user, perfect_predictions, synthetic_span_gold, upload_file
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scored_span(tmp_path, settings, django_capture_on_commit_callbacks):
+    settings.DIAGNOSTICS_PERMUTATIONS = 2000
+    gold = synthetic_span_gold(70)
+    task = make_task_from_gold(tmp_path, gold)
+    predictions = perfect_predictions(gold)
+    for i, key in enumerate(list(predictions)):
+        if i % 7 == 4:  # every "Why" question wrong: question type matters
+            predictions[key] = {"answer": "wrong", "evidence": "wrong"}
+    user = make_user()
+    sub = submit_predictions(user=user, task=task, uploaded_file=upload_file(predictions), method_name="m")
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        score_submission(sub.pk)
+    assert len(sent) == 1  # diagnostics are queued after the score is committed
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+    return sub, gold, user
+
+
+def test_span_diagnostics_find_the_hard_question_type(scored_span):
+    sub, gold, user = scored_span
+    assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
+    assert compute_diagnostics(sub.pk) == "skipped"  # idempotent
+    body = APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").json()
+    assert body["status"] == "done"
+    qt = body["diagnostics"]["question_types"]
+    by_variable = {t["variable"]: t for t in qt["categorical"]["tests"]}
+    assert by_variable["question_type"]["significant"] is True
+    why = next(t for t in qt["one_vs_rest"]["tests"] if t["group"] == "why")
+    assert why["accuracy"] == 0.0 and why["significant"] is True
+    properties = {p["name"]: p for p in body["diagnostics"]["linguistic_bias"]["properties"]}
+    assert properties["question_words"]["bias"] > 0
+
+
+def test_diagnostics_are_aggregates_only(scored_span):
+    sub, gold, user = scored_span
+    compute_diagnostics(sub.pk)
+    text = json.dumps(APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").json())
+    for qa in gold["data"][0]["paragraphs"]:
+        item = qa["qas"][0]
+        assert item["id"] not in text
+        assert item["answers"][0]["text"] not in text and item["evidences"][0] not in text
+
+
+def test_entry_page_shows_diagnostics_and_charts(scored_span):
+    sub, gold, user = scored_span
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert "Diagnostics are being computed" in page and 'http-equiv="refresh"' in page
+    compute_diagnostics(sub.pk)
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert 'id="categorical-tests"' in page and 'id="one-vs-rest"' in page
+    assert "Linguistic bias" in page and page.count('<svg class="chart"') >= 5
+    assert 'http-equiv="refresh"' not in page
+
+
+def test_a_crash_in_diagnostics_keeps_the_score(scored_span, monkeypatch):
+    from submissions import diagnostics
+
+    sub, gold, user = scored_span
+
+    def explode(*args, **kwargs):
+        raise ValueError(gold["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"])
+
+    monkeypatch.setattr(diagnostics, "span_diagnostics", explode)
+    assert compute_diagnostics(sub.pk) == DiagnosticsStatus.FAILED
+    stored = Submission.objects.get(pk=sub.pk)
+    assert stored.status == "scored" and stored.scores["overall_f1"] > 0
+    assert "token0" not in json.dumps(stored.diagnostics)
+
+
+def test_private_diagnostics_are_not_public(scored_span):
+    sub, gold, user = scored_span
+    Submission.objects.filter(pk=sub.pk).update(public=False)
+    assert APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").status_code == 404
