@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from benchmark.models import ReportedResult
 from submissions import services
 from submissions.models import Status, Submission
-from submissions.tasks import score_submission
+from submissions.tasks import compute_diagnostics, score_submission
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
 
 pytestmark = pytest.mark.django_db
@@ -335,6 +335,9 @@ def test_status_page_refreshes_until_scored(squad, alice):
     assert 'id="status">Queued<' in queued.content.decode()
 
     score_submission(submission.pk)
+    scored = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'http-equiv="refresh"' in scored and "Diagnostics are being computed" in scored
+    compute_diagnostics(submission.pk)  # the page stops refreshing once diagnostics are in too
     done = client.get(f"/submissions/{submission.pk}/")
     assert done.status_code == 200
     assert 'http-equiv="refresh"' not in done.content.decode()
