@@ -67,6 +67,8 @@ class Task(models.Model):
         """(key, label) of the score columns, in display order; the last one ranks."""
         if self.kind == self.CLASSIFICATION:
             return [("accuracy", "Accuracy")]
+        if self.kind == self.CHECKLIST:
+            return [("pass_rate", "Cases passed (%)")]
         answer_label = "Answer Acc" if self.kind == self.MULTICHOICE else "Answer F1"
         return [
             (self.answer_metric, answer_label),
@@ -74,11 +76,16 @@ class Task(models.Model):
             ("overall_f1", "Overall F1"),
         ]
 
+    @property
+    def scored_split(self):
+        """CheckList items are public (they test behaviour); every other task has a hidden split."""
+        return TestSet.DEV if self.kind == self.CHECKLIST else TestSet.TEST
+
     def current_test_set(self):
-        """The hidden split submissions are scored on now. Gold and inputs are deferred: most
+        """The split submissions are scored on now. Gold and inputs are deferred: most
         callers need only the version and the key spec."""
         return (
-            self.test_sets.filter(split=TestSet.TEST, is_current=True)
+            self.test_sets.filter(split=self.scored_split, is_current=True)
             .defer("gold", "public_inputs")
             .first()
         )
@@ -148,3 +155,27 @@ class ReportedResult(models.Model):
 
     def __str__(self):
         return f"{self.task.slug}: {self.method} (reported)"
+
+
+class SkillVariant(models.Model):
+    """One reconstructed test set (seed 000 skills s1–s14) of a hidden span test set.
+    Its gold stays on the server like the test set's; its inputs are public."""
+
+    test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="skill_variants")
+    skill = models.CharField(max_length=10)
+    status = models.CharField(max_length=20, help_text='"ok", "not applicable" or "not configured"')
+    note = models.TextField(blank=True)
+    n_items = models.PositiveIntegerField(default=0)
+    n_changed = models.PositiveIntegerField(default=0)
+    n_dropped = models.PositiveIntegerField(default=0)
+    gold = models.JSONField(null=True, blank=True)
+    key_spec = models.JSONField(default=dict, blank=True)
+    public_inputs = models.JSONField(default=dict, blank=True)
+    built_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["test_set", "id"]
+        constraints = [models.UniqueConstraint(fields=["test_set", "skill"], name="unique_skill_variant")]
+
+    def __str__(self):
+        return f"{self.test_set} {self.skill} ({self.status})"

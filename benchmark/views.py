@@ -44,12 +44,27 @@ def task_leaderboard(request, slug):
     test_set = task.current_test_set()
     rows = list(table_rows(task, leaderboard_rows(task)))
     return render(request, "benchmark/leaderboard.html", {
+        "cues": cue_table(test_set),
         "task": task,
         "test_set": test_set,
         "rows": rows,
         "columns": task.metric_columns,
         "has_submissions": any(r["kind"] == "submission" for r in rows),
     })
+
+
+def cue_table(test_set):
+    """The stored ICQ cue discovery of a test set, ready for display (or None)."""
+    part = ((test_set.diagnostics or {}) if test_set else {}).get("icq")
+    if not part:
+        return None
+
+    def dist(d):
+        return " · ".join(f"{label} {p:.2f}" for label, p in d.items())
+
+    rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue["test_dist"])}
+            for cue in part.get("cues", [])]
+    return {**part, "rows": rows}
 
 
 def leaderboard_csv(request, slug):

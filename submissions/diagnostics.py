@@ -64,8 +64,8 @@ def predicted_labels(submission, gold):
     from .scorers import scorer_for
 
     with submission.file.open("rb") as handle:
-        predictions = scorer_for(submission.task).parse(
-            handle.read(), submission.test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES
+        predictions = scorer_for(submission.task, submission.kind).parse(
+            handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES
         )
     if submission.task.kind == "classification":
         return predictions

@@ -72,7 +72,7 @@ def _finish(submission, new_status, **fields):
     return bool(updated)
 
 
-def store_scores(submission, *, scores, ci, item_scores, total, unanswered, scorer_version):
+def store_scores(submission, *, scores, ci, item_scores, total, unanswered, scorer_version, details=None):
     return _finish(
         submission,
         Status.SCORED,
@@ -82,6 +82,7 @@ def store_scores(submission, *, scores, ci, item_scores, total, unanswered, scor
         total=total,
         unanswered=unanswered,
         scorer_version=scorer_version,
+        details=details or {},
         error_category="",
         error_message="",
     )

@@ -75,8 +75,8 @@ def submission_upload_path(instance, filename):
 
 
 class Submission(models.Model):
-    PREDICTIONS = "predictions"
-    KIND_CHOICES = [(PREDICTIONS, "Prediction file")]
+    PREDICTIONS, SKILLS = "predictions", "skills"
+    KIND_CHOICES = [(PREDICTIONS, "Prediction file"), (SKILLS, "Skill predictions (original + reconstructed sets)")]
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
     task = models.ForeignKey("benchmark.Task", on_delete=models.PROTECT, related_name="submissions")
@@ -111,6 +111,9 @@ class Submission(models.Model):
     unanswered = models.PositiveIntegerField(default=0)
     # Per-question results: used for CIs and diagnostics, never shown for hidden splits.
     item_scores = models.JSONField(default=list, blank=True)
+    # Kind-specific aggregate breakdowns stored with the score: per-skill gaps of a skill
+    # submission, per-test failure rates of a CheckList submission.
+    details = models.JSONField(default=dict, blank=True)
 
     # Diagnostics run after the score is stored (the score never waits for them). Only
     # aggregates are kept here: they are what the entry page and the API show.

@@ -58,7 +58,8 @@ def quota_status(user, task):
     return {"limit": limit, "used": used, "remaining": max(limit - used, 0), "resets_at": reset}
 
 
-def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True):
+def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True,
+                       kind=Submission.PREDICTIONS):
     """Validate an uploaded prediction file and create the submission.
 
     Returns the Submission: ``queued`` when the file is valid (scoring is sent after commit),
@@ -67,6 +68,10 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
     """
     if not task.accepts_submissions:
         raise SubmissionRefused(f"Task {task.slug} does not accept submissions at the moment.")
+    try:
+        scorer = scorer_for(task, kind)
+    except LookupError as exc:
+        raise SubmissionRefused(str(exc)) from None
     test_set = task.current_test_set()
     if test_set is None:
         raise SubmissionRefused(f"Task {task.slug} has no test set yet.")
@@ -75,6 +80,7 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
         user=user,
         task=task,
         test_set=test_set,
+        kind=kind,
         method_name=method_name,
         description=description,
         url=url,
@@ -91,7 +97,7 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
     else:
         raw = b"".join(uploaded_file.chunks())
         try:
-            scorer_for(task).parse(raw, test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
+            scorer.parse(raw, test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
         except InvalidPredictions as exc:
             error = str(exc)
 
@@ -128,7 +134,7 @@ def submission_upload_name():
 
 def run_scoring(submission):
     """Score a claimed (running) submission and store the result. Called by the worker."""
-    scorer = scorer_for(submission.task)
+    scorer = scorer_for(submission.task, submission.kind)
     try:
         with submission.file.open("rb") as handle:
             raw = handle.read()
@@ -136,11 +142,11 @@ def run_scoring(submission):
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
     try:
-        predictions = scorer.parse(raw, submission.test_set.key_spec, max_bytes=settings.SUBMISSION_MAX_BYTES)
+        predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
     except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
     try:
-        run = scorer.score(submission.task, submission.test_set.gold, predictions)
+        run = scorer.score(submission.task, submission.test_set, predictions)
     except Exception as exc:
         # Only the exception type is logged: messages could quote gold text.
         log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
@@ -155,6 +161,7 @@ def run_scoring(submission):
         total=run.total,
         unanswered=run.unanswered,
         scorer_version=scorer.version,
+        details=run.details,
     )
     if stored:
         from . import diagnostics
