@@ -9,7 +9,8 @@ from submissions.serializers import SubmissionCreateSerializer, SubmissionSerial
 from submissions.api import create_submission_response
 
 from .leaderboard import benchmark_average_rows, leaderboard_rows
-from .models import Benchmark, Task
+from .models import Benchmark, SkillVariant, Task
+from .skill_listing import skill_listing
 from .serializers import BenchmarkSerializer, LeaderboardSerializer, TaskSerializer
 
 
@@ -60,6 +61,23 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
                 }
             ).data
         )
+
+    @extend_schema(summary="Reconstructed test sets (skills s1–s14, seed 000) of the task's hidden set",
+                   responses={200: OpenApiResponse(description='{"build": {...}, "skills": [...]}')})
+    @action(detail=True, methods=["get"])
+    def skills(self, request, slug=None, format=None):
+        return Response(skill_listing(self.get_object(), request))
+
+    @extend_schema(summary="Public inputs of one reconstructed test set",
+                   responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")})
+    @action(detail=True, methods=["get"], url_path=r"skills/(?P<skill>[a-z0-9]+)/inputs")
+    def skill_inputs(self, request, slug=None, skill=None, format=None):
+        task = self.get_object()
+        variant = SkillVariant.objects.filter(test_set=task.current_test_set(), skill=skill, status="ok").only(
+            "public_inputs").first()
+        if variant is None:
+            return Response({"error": f"No built skill set {skill!r} for {task.slug}."}, status=status.HTTP_404_NOT_FOUND)
+        return Response(variant.public_inputs)
 
     @extend_schema(
         summary="Upload a prediction file",

@@ -22,3 +22,20 @@ def discover_cues(test_set_id):
                                                                  "note": "Cue discovery failed."}})
         return "failed"
     return f"{len(part['cues'])} cues"
+
+
+@shared_task(name="benchmark.tasks.build_skill_sets", acks_late=True)
+def build_skill_sets(test_set_id):
+    from . import skill_sets
+    from .models import TestSet
+
+    test_set = TestSet.objects.select_related("task").defer("gold", "public_inputs").filter(pk=test_set_id).first()
+    if test_set is None:
+        return "gone"
+    try:
+        statuses = skill_sets.build(test_set)
+    except Exception as exc:
+        log.error("skill sets of test set %s failed: %s", test_set_id, type(exc).__name__)
+        skill_sets.set_progress(test_set, status="failed")
+        return "failed"
+    return statuses

@@ -195,6 +195,10 @@ def _store_split(task, split, version, checksum, source_name, gold, n_items, *, 
         task=task, split=split, version=version, checksum=checksum, source_name=source_name, is_current=True,
         n_items=n_items, gold=gold, key_spec=key_spec, public_inputs=public_inputs)
     schedule_dataset_diagnostics(task)
+    if task.kind == Task.SPAN and split == TestSet.TEST:
+        from . import skill_sets
+
+        skill_sets.schedule(test_set)
     return test_set, True
 
 

@@ -5,6 +5,7 @@ from django.shortcuts import get_object_or_404, render
 
 from .leaderboard import benchmark_average_rows, leaderboard_rows
 from .models import Benchmark, Task
+from .skill_listing import skill_listing
 
 
 def home(request):
@@ -104,3 +105,30 @@ def benchmark_detail(request, slug):
     for row in rows:
         row["cells"] = [row["per_task"][task.slug] for task in tasks]
     return render(request, "benchmark/benchmark.html", {"benchmark": benchmark, "tasks": tasks, "rows": rows})
+
+
+GROUP_LABELS = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
+
+
+def task_skills(request, slug):
+    """Reconstructed test sets of a span task, their downloads, and the skill board: public
+    skill submissions with the F1 gap per skill (seed 000's chart, one per skill group)."""
+    from submissions.selectors import public_skill_submissions
+
+    task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
+    listing = skill_listing(task, request)
+    entries = []
+    for sub in public_skill_submissions(task, task.current_test_set()):
+        gaps = (sub.details or {}).get("skills", {})
+        groups = []
+        for group, label in GROUP_LABELS.items():
+            rows = [{"label": f"{g['skill']} {g['name']}", **g} for g in gaps.values()
+                    if g["group"] == group and g.get("gap") is not None]
+            if rows:
+                groups.append({"label": label, "rows": rows})
+        entries.append({"submission": sub, "groups": groups, "not_submitted": sub.details.get("not_submitted", [])})
+    build = listing.get("build") or {}
+    return render(request, "benchmark/skills.html", {
+        "task": task, "listing": listing, "entries": entries,
+        "refresh": build.get("status") in ("queued", "running"),
+    })

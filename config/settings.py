@@ -212,5 +212,11 @@ if not DEBUG:
     X_FRAME_OPTIONS = "DENY"
     SECURE_CONTENT_TYPE_NOSNIFF = True
 
+# Skill s6 (back-translation) runs only with local translation models: a JSON object
+# {"en-fr": "/path/to/marian-en-fr", "fr-en": "/path/to/marian-fr-en"}; unset = "not configured".
+import json as _json  # noqa: E402
+
+TRANSLATION_MODELS = _json.loads(os.environ.get("TRANSLATION_MODELS", "{}") or "{}")
+
 # Where demo data lives (the ExpMRC dev sets play the hidden test sets).
 SHARED_DATA_DIR = Path(os.environ.get("EXPBENCH_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))

@@ -1,8 +1,8 @@
 from django.db.models import Q
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.decorators import action
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.decorators import action, api_view, permission_classes
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from . import services
@@ -88,3 +88,23 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
             "status": submission.diagnostics_status or "none",
             "diagnostics": submission.diagnostics,
         })
+
+
+@extend_schema(
+    summary="Two scored entries side by side: scores with the paired p-value, skill gaps, CheckList rates, diagnostics",
+    parameters=[OpenApiParameter("a", int, required=True), OpenApiParameter("b", int, required=True)],
+    responses={200: OpenApiResponse(description="comparison"), 400: OpenApiResponse(description="bad ids")},
+)
+@api_view(["GET"])
+@permission_classes([AllowAny])
+def compare_view(request):
+    from .compare import CompareError, compare, visible_submission
+
+    try:
+        a = visible_submission(request.user, request.query_params.get("a"))
+        b = visible_submission(request.user, request.query_params.get("b"))
+    except CompareError as exc:
+        return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    if a.task.kind != b.task.kind:
+        return Response({"error": "the two entries belong to tasks of different kinds"}, status=status.HTTP_400_BAD_REQUEST)
+    return Response(compare(a, b))

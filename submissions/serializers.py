@@ -5,6 +5,8 @@ from .models import Submission
 
 class SubmissionCreateSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True, use_url=False)
+    kind = serializers.ChoiceField(choices=[Submission.PREDICTIONS, Submission.SKILLS], default=Submission.PREDICTIONS,
+                                   help_text="skills: {\"original\": {...}, \"s1\": {...}} for span tasks")
     method_name = serializers.CharField(max_length=120)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     url = serializers.URLField(required=False, allow_blank=True, default="")
@@ -22,7 +24,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         # Never item_scores: per-question results of hidden splits stay on the server.
         fields = [
             "id", "task", "test_set_version", "kind", "method_name", "team", "description", "url", "public",
-            "status", "error", "scores", "ci", "diagnostics_status", "total", "unanswered", "attempts", "scorer_version",
+            "status", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered", "attempts", "scorer_version",
             "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
         ]
         read_only_fields = [f for f in fields if f not in ("method_name", "description", "url", "public")]

@@ -17,13 +17,14 @@ def submit(request, slug):
     quota = services.quota_status(request.user, task)
     rejected = None
     if request.method == "POST":
-        form = PredictionUploadForm(request.POST, request.FILES)
+        form = PredictionUploadForm(request.POST, request.FILES, task=task)
         if form.is_valid():
             data = form.cleaned_data
             try:
                 submission = services.submit_predictions(
                     user=request.user, task=task, uploaded_file=data["file"], method_name=data["method_name"],
                     description=data["description"], url=data["url"], public=data["public"],
+                    kind=data.get("kind") or Submission.PREDICTIONS,
                 )
             except services.SubmissionRefused as exc:
                 form.add_error(None, exc.message)
@@ -34,7 +35,7 @@ def submit(request, slug):
                 else:
                     return redirect(submission)
     else:
-        form = PredictionUploadForm()
+        form = PredictionUploadForm(task=task)
     status = 400 if request.method == "POST" else 200
     return render(request, "submissions/submit.html",
                   {"task": task, "form": form, "quota": quota, "rejected": rejected}, status=status)
@@ -69,6 +70,20 @@ def present_diagnostics(diagnostics):
     return d
 
 
+def present_details(details):
+    """Display-ready skill gaps (grouped for charts) and CheckList rates."""
+    d = dict(details or {})
+    gaps = [g for g in (d.get("skills") or {}).values() if g.get("gap") is not None]
+    if gaps:
+        labels = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
+        d["skill_rows"] = gaps
+        d["skill_groups"] = [
+            {"label": label, "rows": [{**g, "label": f"{g['skill']} {g['name']}"} for g in gaps if g["group"] == group]}
+            for group, label in labels.items() if any(g["group"] == group for g in gaps)
+        ]
+    return d
+
+
 def detail(request, pk):
     submission = visible_submission(request, pk)
     ahead = None
@@ -91,6 +106,7 @@ def detail(request, pk):
         "is_owner": submission.user_id == getattr(request.user, "id", None),
         "refresh": not submission.is_terminal or submission.diagnostics_status in ("pending", "running"),
         "diagnostics": present_diagnostics(submission.diagnostics),
+        "details": present_details(submission.details),
     })
 
 
@@ -127,3 +143,20 @@ def toggle_public(request, pk):
     submission.save(update_fields=["public"])
     messages.success(request, "Shown on the public leaderboard." if submission.public else "Hidden from the leaderboard.")
     return redirect(submission)
+
+
+def compare_page(request):
+    from .compare import CompareError, compare, visible_submission
+
+    context = {"a_id": request.GET.get("a", ""), "b_id": request.GET.get("b", "")}
+    if context["a_id"] or context["b_id"]:
+        try:
+            a = visible_submission(request.user, context["a_id"])
+            b = visible_submission(request.user, context["b_id"])
+            if a.task.kind != b.task.kind:
+                raise CompareError("the two entries belong to tasks of different kinds")
+            context["result"] = compare(a, b)
+        except CompareError as exc:
+            context["error"] = str(exc)
+            return render(request, "submissions/compare.html", context, status=400)
+    return render(request, "submissions/compare.html", context)

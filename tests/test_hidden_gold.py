@@ -18,7 +18,9 @@ from rest_framework.views import APIView
 
 from scoring import expmrc
 from submissions.models import ErrorCategory, Status, Submission
-from submissions.tasks import score_submission
+from benchmark import skill_sets
+from benchmark.models import SkillVariant
+from submissions.tasks import compute_diagnostics, score_submission
 from tests.factories import (FIXTURE_TASKS, fixture_gold, gold_answers_and_evidence, make_task, make_user,
                              perfect_predictions, token_for, upload_file)
 
@@ -148,6 +150,22 @@ def world(settings, monkeypatch, caplog):
     failed_sub = Submission.objects.get(pk=failed_id)
     assert failed_sub.status == Status.FAILED and failed_sub.error_category == ErrorCategory.SCORER_ERROR
 
+    # Diagnostics and skill sets: aggregates of the hidden set must not carry gold either.
+    for submission_id in scored:
+        compute_diagnostics(submission_id)
+    squad_set = tasks["expmrc-squad"].current_test_set()
+    skill_sets.build(squad_set)
+    skill_file = {"original": squad_gold}
+    for variant in SkillVariant.objects.filter(test_set=squad_set, status="ok"):
+        skill_file[variant.skill] = perfect_predictions(variant.gold)
+    skills_sub = alice_api.post("/api/tasks/expmrc-squad/submissions/",
+                                {"file": upload_file(skill_file), "method_name": "Skills", "kind": "skills"},
+                                format="multipart")
+    responses.append(("POST skills upload", skills_sub.content))
+    assert skills_sub.status_code == 201, skills_sub.content
+    assert score_submission(skills_sub.json()["id"]) == Status.SCORED
+    scored.append(skills_sub.json()["id"])
+
     queued = upload(alice_api, "expmrc-c3", {}, method_name="Waiting")  # still queued
     return {
         "tasks": tasks, "alice": alice, "bob": bob, "alice_api": alice_api, "bob_api": bob_api,
@@ -163,7 +181,8 @@ def all_submission_ids(world):
 # --------------------------------------------------------------------------- every route
 
 
-INPUT_ROUTES = {"api-task-inputs", "task-inputs"}  # passages with answer spans: checked structurally
+# Passages with answer spans: checked structurally (test_inputs_carry_no_gold_fields).
+INPUT_ROUTES = {"api-task-inputs", "task-inputs", "api-task-skill-inputs"}
 
 
 def routes():
@@ -188,11 +207,11 @@ def crawl_urls(world):
     urls = set()
     for name, regex in routes():
         params = set(regex.groupindex)
-        values = {"slug": slugs, "pk": pks, "format": ["json", "api"]}
+        values = {"slug": slugs, "pk": pks, "format": ["json", "api"], "skill": ["s1", "s5", "s13"]}
         unknown = params - set(values)
         assert not unknown, f"route {name} has parameters {unknown}: teach the crawl to fill them"
         if "format" in params:
-            values = {"slug": slugs[:1], "pk": pks[:1], "format": values["format"]}
+            values = {**values, "slug": slugs[:1], "pk": pks[:1], "skill": values["skill"][:1]}
         combos = [{}]
         for param in sorted(params):
             combos = [{**combo, param: value} for combo in combos for value in values[param]]
@@ -203,6 +222,10 @@ def crawl_urls(world):
                 pass
     names = {name for name, _ in urls}
     assert names == {name for name, _ in routes()}, "some routes could not be crawled"
+    # Query-string routes: the compare views for pairs of every visibility.
+    for a, b in zip(pks, pks[1:] + pks[:1]):
+        urls.add(("compare", f"/compare/?a={a}&b={b}"))
+        urls.add(("api-compare", f"/api/compare/?a={a}&b={b}"))
     return sorted(urls)
 
 
@@ -274,10 +297,22 @@ def test_write_responses_carry_no_gold(world):
 def test_owner_sees_scores_but_no_per_item_results(world):
     listing = world["alice_api"].get("/api/submissions/").json()
     scored = [row for row in listing if row["status"] == "scored"]
-    assert len(scored) == 4 and all(row["scores"]["overall_f1"] == 100.0 for row in scored)
+    assert len(scored) == 5 and all(row["scores"]["overall_f1"] == 100.0 for row in scored)  # 4 tasks + skills
     assert all(set(row["ci"]) == set(row["scores"]) for row in scored)
     # The server does keep them, for CIs and diagnostics.
     assert all(Submission.objects.get(pk=row["id"]).item_scores for row in scored)
+
+
+def test_skill_inputs_are_structurally_free_of_answers(world):
+    listing = Client().get("/api/tasks/expmrc-squad/skills/").json()
+    built = [row for row in listing["skills"] if row["inputs_url"]]
+    assert built, listing
+    for row in built:
+        body = Client().get(row["inputs_url"]).json()
+        for article in body["data"]:
+            for paragraph in article["paragraphs"]:
+                assert set(paragraph) <= {"id", "context", "qas"}
+                assert all(set(qa) == {"id", "question"} for qa in paragraph["qas"])
 
 
 def test_public_inputs_are_structurally_free_of_answers(world):

@@ -374,10 +374,10 @@ def test_private_and_unscored_submissions_are_404_for_others(board, alice, bob):
 def test_my_submissions_lists_only_mine(board, alice, bob):
     response = logged_in(alice).get("/submissions/")
     assert response.status_code == 200
-    methods = [cells[2] for _, cells in table_rows(response, "my-submissions")[1:]]
+    methods = [cells[4] for _, cells in table_rows(response, "my-submissions")[1:]]
     assert methods == ["Lantern QA"]
     response = logged_in(bob).get("/submissions/")
-    assert [cells[2] for _, cells in table_rows(response, "my-submissions")[1:]] == ["Secret Sauce"]
+    assert [cells[4] for _, cells in table_rows(response, "my-submissions")[1:]] == ["Secret Sauce"]
     assert Client().get("/submissions/").status_code == 302
 
 

@@ -1,0 +1,35 @@
+"""The skill sets of a task as the API and the skills page show them."""
+from django.urls import reverse
+
+from .models import SkillVariant
+
+
+def skill_listing(task, request=None):
+    from scoring.skills import SKILLS
+
+    test_set = task.current_test_set()
+    if test_set is None or task.kind != "span":
+        return {"task": task.slug, "test_set_version": None, "build": None, "skills": [],
+                "note": "Skill sets exist for span-extraction tasks with a hidden test set."}
+    variants = {v.skill: v for v in SkillVariant.objects.filter(test_set=test_set).defer("gold", "public_inputs")}
+    rows = []
+    for skill, meta in SKILLS.items():
+        variant = variants.get(skill)
+        url = None
+        if variant is not None and variant.status == "ok":
+            url = reverse("api-task-skill-inputs", kwargs={"slug": task.slug, "skill": skill})
+            url = request.build_absolute_uri(url) if request else url
+        rows.append({
+            "skill": skill,
+            "name": meta["name"],
+            "group": meta["group"],
+            "reading": meta["reading"],
+            "status": variant.status if variant else "not built",
+            "note": variant.note if variant else "",
+            "n_items": variant.n_items if variant else 0,
+            "n_changed": variant.n_changed if variant else 0,
+            "n_dropped": variant.n_dropped if variant else 0,
+            "inputs_url": url,
+        })
+    return {"task": task.slug, "test_set_version": test_set.version,
+            "build": (test_set.diagnostics or {}).get("skills_build"), "skills": rows}
