@@ -273,9 +273,9 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
 
     Returns ``{"fail", "candidate", "iou", "hpd", "snr", "hpd_rank", "snr_raw"}``; ``candidate``
     is the index of the GT candidate used (best Jaccard against the binarised scores, first on
-    ties). Scores of the wrong length (or not a flat sequence of numbers) fail: every metric is
-    None. ``snr`` / ``snr_raw`` are None when undefined; ``hpd_rank`` is None when a score is
-    NaN, ``snr_raw`` when a score is not finite.
+    ties). Scores of the wrong length, NaN scores (SPEC §6) or not a flat sequence of numbers
+    fail: every metric is None. ``snr`` / ``snr_raw`` are None when undefined; ``snr_raw`` also
+    when a score is infinite.
     """
     candidates = gt_candidates if isinstance(gt_candidates, np.ndarray) and gt_candidates.dtype == bool \
         else _as_candidates(gt_candidates)
@@ -284,6 +284,10 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
     except (TypeError, ValueError):
         return dict(_FAILED)
     if pred.ndim != 1 or pred.shape[0] != candidates.shape[1]:
+        return dict(_FAILED)
+    if np.isnan(pred).any():
+        # SPEC §6 (wins over the official code, which would score nothing selected): NaN
+        # scores mean the interpretation failed, so the sample is excluded and counted.
         return dict(_FAILED)
     binary = binarise_top1(pred)
     if len(candidates) == 1:
@@ -295,10 +299,9 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
     values = binary.astype(float)
     result = {"fail": False, "candidate": best, "iou": _jaccard(gt, binary), "hpd": float(_hpd(gt, values)),
               "snr": _snr(gt, values), "hpd_rank": None, "snr_raw": None}
-    if not np.isnan(pred).any():
-        result["hpd_rank"] = float(_hpd(gt, pred))  # = 1 / #(sentences scoring >= the GT)
-        if np.isfinite(pred).all():
-            result["snr_raw"] = _snr(gt, pred)
+    result["hpd_rank"] = float(_hpd(gt, pred))  # = 1 / #(sentences scoring >= the GT)
+    if np.isfinite(pred).all():
+        result["snr_raw"] = _snr(gt, pred)
     return result
 
 

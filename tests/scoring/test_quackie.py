@@ -247,15 +247,16 @@ def test_miss_on_two_sentences():  # n = 2, T = 1 = n-1: SNR NaN
     assert_metrics(metrics([0.1, 0.9], one_hot(2, 0)), 0, 1 / 2, None)
 
 
-def test_single_sentence():  # IoU = HPD = 1, SNR NaN, whatever the score
-    for value in (-7.0, 0.0, 3.5, NAN):
+def test_single_sentence():  # IoU = HPD = 1, SNR NaN, whatever the (finite) score
+    for value in (-7.0, 0.0, 3.5):
         assert_metrics(metrics([value], [1]), 1, 1, None)
 
 
-def test_nan_scores_select_nothing():  # IoU 0, HPD 1/n, SNR NaN; not a fail (official behaviour)
-    result = metrics([0.2, NAN, 0.9, 0.1], one_hot(4, 2))
-    assert_metrics(result, 0, 1 / 4, None)
-    assert result["hpd_rank"] is None and result["snr_raw"] is None
+def test_nan_scores_are_a_fail():  # SPEC §6 (the official code would select nothing instead)
+    for scores, gt in (([0.2, NAN, 0.9, 0.1], one_hot(4, 2)), ([NAN], [1])):
+        result = metrics(scores, gt)
+        assert result["fail"] is True
+        assert all(result[k] is None for k in ("iou", "hpd", "snr", "hpd_rank", "snr_raw"))
 
 
 def test_several_candidates_the_best_jaccard_wins():
@@ -402,10 +403,10 @@ def test_tie_free_hits_only_leave_snr_undefined():
     assert result["no_snr"] == 2 and result["fails"] == 0
 
 
-def test_nan_scores_in_aggregation_are_not_fails():
-    result = score({"a": GOLD["s-miss"]}, {"a": [1, NAN, 3, 4]})
-    assert (result["IoU"], result["HPD"], result["SNR"], result["fails"], result["no_snr"]) == (0.0, 0.25, None, 0, 1)
-    assert result["HPD_rank"] is None and result["SNR_raw"] is None
+def test_nan_scores_in_aggregation_are_counted_fails():
+    result = score({"a": GOLD["s-miss"], "b": GOLD["s-miss"]}, {"a": [1, NAN, 3, 4], "b": [4, 3, 2, 1]})
+    assert result["fails"] == 1 and result["n"] == 2
+    assert result["IoU"] == metrics([4, 3, 2, 1], GOLD["s-miss"]["gt_candidates"][0])["iou"]
 
 
 def test_official_percent_formatting():
