@@ -66,6 +66,100 @@ def _run_expmrc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_jsonl(path: str, what: str) -> list[tuple[int, object]]:
+    """(line number, parsed value) for every non-blank line of a JSON Lines file."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{what} {path} is not UTF-8: {exc}") from None
+    rows = []
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 may sit in strings
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{what} {path} line {number}: not valid JSON: {exc.msg}") from None
+    if not rows:
+        raise CliError(f"{what} {path} holds no rows")
+    return rows
+
+
+def _icq_instances(path: str, what: str, *, unique_ids: bool):
+    from scoring import icq
+
+    rows = _read_jsonl(path, what)
+    try:
+        kind = icq.infer_kind(rows[0][1], f"{what} {path} line {rows[0][0]}")
+        instances, seen = [], {}
+        for number, row in rows:
+            instance = icq.instance_from_row(row, kind, f"{what} {path} line {number}")
+            if unique_ids and instance.id in seen:
+                raise icq.InvalidICQInput(f"{what} {path} line {number}: field 'id' repeats the id of line "
+                                          f"{seen[instance.id]}")
+            seen.setdefault(instance.id, number)
+            instances.append(instance)
+    except icq.InvalidICQInput as exc:
+        raise CliError(str(exc)) from None
+    return kind, instances
+
+
+def _icq_predictions(path: str, test, kind: str) -> dict:
+    from scoring import icq
+
+    options = {instance.id: len(instance.hypotheses) for instance in test}
+    predictions, seen = {}, {}
+    for number, row in _read_jsonl(path, "prediction file"):
+        where = f"prediction file {path} line {number}"
+        if not isinstance(row, dict):
+            raise CliError(f"{where}: must be a JSON object")
+        for name in ("id", "label"):
+            if name not in row:
+                raise CliError(f"{where}: field '{name}' is missing")
+        key, label = row["id"], row["label"]
+        if isinstance(key, int) and not isinstance(key, bool):
+            key = str(key)
+        if not isinstance(key, str):
+            raise CliError(f"{where}: field 'id' must be a string")
+        if key not in options:
+            raise CliError(f"{where}: field 'id' names no instance of the test file")
+        if key in seen:
+            raise CliError(f"{where}: field 'id' repeats the prediction of line {seen[key]}")
+        seen[key] = number
+        count = options[key]
+        if kind == icq.MULTICHOICE:
+            if icq.predicted_option(label, count) is None:
+                raise CliError(f"{where}: field 'label' must be an option index 0..{count - 1}")
+        elif icq.predicted_label(label) is None:
+            raise CliError(f"{where}: field 'label' must be a string")
+        predictions[key] = label
+    return predictions
+
+
+def _run_icq(args: argparse.Namespace) -> int:
+    if args.top_k < 1:
+        raise CliError("--top-k must be at least 1")
+    from scoring import icq  # imported here: jieba / lemminflect load only when this runs
+
+    reference_kind, reference = _icq_instances(args.reference, "reference file", unique_ids=False)
+    kind, test = _icq_instances(args.test, "test file", unique_ids=True)
+    if reference_kind != kind:
+        raise CliError(f"reference file {args.reference} holds {reference_kind} rows but test file "
+                       f"{args.test} holds {kind} rows")
+    predictions = _icq_predictions(args.predictions, test, kind) if args.predictions else None
+    result = icq.profile(reference, test, predictions, kind=kind, language=args.language,
+                         top_k=args.top_k, seed=args.seed)
+    if predictions is not None and len(predictions) < len(test):
+        print(f"unpredicted: {len(test) - len(predictions)}", file=sys.stderr)
+    sys.stdout.buffer.write((json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+    sys.stdout.flush()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m scoring", description="ExpBench scorers.")
     scorers = parser.add_subparsers(dest="scorer", required=True, metavar="SCORER")
@@ -77,6 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     expmrc.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
                         help="largest accepted prediction file (default: 50 MiB)")
     expmrc.set_defaults(run=_run_expmrc)
+
+    icq = scorers.add_parser("icq", help="ICQ cue profiling: cue discovery, accuracy and distribution tests")
+    icq.add_argument("--reference", required=True, metavar="R.jsonl",
+                     help='reference split (train/dev) rows: {"id", "premise", "hypothesis", "label"} '
+                          'or {"id", "premise", "options": [...], "label": int}')
+    icq.add_argument("--test", required=True, metavar="S.jsonl", help="test split rows, same layout")
+    icq.add_argument("--predictions", metavar="P.jsonl", help='model predictions: {"id", "label"} per line')
+    icq.add_argument("--language", choices=("en", "zh"), default="en", help="feature set (default: en)")
+    icq.add_argument("--top-k", type=int, default=20, help="cues reported (default: 20)")
+    icq.add_argument("--seed", type=int, default=0, help="seed of the distribution test's down-sampling")
+    icq.set_defaults(run=_run_icq)
     return parser
 
 

@@ -1,0 +1,611 @@
+"""ICQ ("I-See-Cue") statistical cue profiling (Huang & Zhu, Findings of EMNLP 2023), as fixed
+by SPEC §8. Pure Python, no Django.
+
+Vocabulary
+    R  the reference split (training data, or a public dev split) with gold labels;
+    S  the test split the leaderboard scores on;
+    f  a feature key ``"<type>\\t<value>"`` from :mod:`scoring.features`.
+
+Instances
+    classification  one premise, one hypothesis, a label string; R_f / S_f = the instances whose
+                    hypothesis has f; label counts over instances.
+    multichoice     one premise (passage + question), the options as hypotheses, the gold option
+                    index as label. f is attached to a *question* when it fires in some but not
+                    all of its options; n_f counts such questions, while label counts run over
+                    the option rows carrying f in those questions (labels ``right``/``wrong``).
+
+Cue discovery (per pair of splits; min_count = 11 occurrences in both R and S)
+    p_f = label proportions of R_f, q_f = those of S_f (gold labels), no smoothing;
+    mse(f) = mean over labels l of (p_f[l] - 1/|L|)^2;  jsd(f) = JSD(p_f, q_f), natural log;
+    cueness(f) = mse(f) / exp(jsd(f)); ranked by cueness desc, then n_reference desc, then key.
+
+Model probing (per submission)
+    accuracy test      delta(f) = acc(S_f) - acc(S_nf), only when both sides have >= min_count
+                       questions; MC correctness = predicted option == gold option.
+    distribution test  S_f flattened by seeded down-sampling of every label to the minority
+                       label's count m (skipped when m == 0 or |L|*m < min_count); the
+                       predicted-label distribution on it is compared with p_f and with the
+                       uniform distribution (JSD, natural log); follows_cue = the most predicted
+                       label is p_f's most frequent one and the prediction is closer to p_f than
+                       to uniform.
+
+Feature extraction runs once per instance: pass a :class:`FeatureIndex` (from
+:func:`build_index`) instead of a list of instances to reuse it, and per-text results are
+memoised in :mod:`scoring.features` as well.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import random
+import string
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scoring import features as _features
+
+CLASSIFICATION, MULTICHOICE = "classification", "multichoice"
+KINDS = (CLASSIFICATION, MULTICHOICE)
+RIGHT, WRONG = "right", "wrong"
+MIN_COUNT = 11
+TOP_K = 20
+LETTERS = string.ascii_uppercase
+
+
+class InvalidICQInput(ValueError):
+    """Input rows of the wrong shape; the message names the row (or line) and the field."""
+
+
+@dataclass
+class Instance:
+    """classification: one hypothesis, label a string; multichoice: options as hypotheses,
+    label = gold option index."""
+    id: str
+    premise: str
+    hypotheses: list[str]
+    label: int | str
+
+
+# --------------------------------------------------------------------------- input
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+
+
+def infer_kind(row: Any, where: str = "row 1") -> str:
+    """``multichoice`` for a row with ``options``, ``classification`` for one with ``hypothesis``."""
+    if not isinstance(row, dict):
+        raise InvalidICQInput(f"{where}: must be a JSON object, found {_type_name(row)}")
+    has_options, has_hypothesis = "options" in row, "hypothesis" in row
+    if has_options and has_hypothesis:
+        raise InvalidICQInput(f"{where}: has both 'options' (multi-choice) and 'hypothesis' (classification)")
+    if has_options:
+        return MULTICHOICE
+    if has_hypothesis:
+        return CLASSIFICATION
+    raise InvalidICQInput(f"{where}: field 'hypothesis' (classification) or 'options' (multi-choice) is missing")
+
+
+def instance_from_row(row: Any, kind: str, where: str) -> Instance:
+    """One validated :class:`Instance` from a CLI/API row; errors name ``where`` and the field."""
+    _check_kind(kind)
+    if not isinstance(row, dict):
+        raise InvalidICQInput(f"{where}: must be a JSON object, found {_type_name(row)}")
+    other = "hypothesis" if kind == MULTICHOICE else "options"
+    if other in row:
+        raise InvalidICQInput(f"{where}: field '{other}' does not belong in a {kind} file "
+                              "(multi-choice and classification rows cannot be mixed)")
+
+    def field(name: str, check, expected: str):
+        if name not in row:
+            raise InvalidICQInput(f"{where}: field '{name}' is missing")
+        value = row[name]
+        if not check(value):
+            raise InvalidICQInput(f"{where}: field '{name}' must be {expected}, found {_type_name(value)}")
+        return value
+
+    ident = field("id", lambda v: isinstance(v, str) and v != "" or _is_int(v), "a non-empty string or an integer")
+    premise = field("premise", lambda v: isinstance(v, str), "a string")
+    if kind == CLASSIFICATION:
+        hypothesis = field("hypothesis", lambda v: isinstance(v, str), "a string")
+        label = field("label", lambda v: isinstance(v, str) and v != "" or _is_int(v),
+                      "a non-empty string or an integer")
+        return Instance(str(ident), premise, [hypothesis], str(label))
+    options = field("options", lambda v: isinstance(v, list), "an array of strings")
+    if len(options) < 2:
+        raise InvalidICQInput(f"{where}: field 'options' must hold at least 2 options, found {len(options)}")
+    for j, option in enumerate(options):
+        if not isinstance(option, str):
+            raise InvalidICQInput(f"{where}: field 'options[{j}]' must be a string, found {_type_name(option)}")
+    label = field("label", _is_int, "an integer (the 0-based index of the correct option)")
+    if not 0 <= label < len(options):
+        raise InvalidICQInput(f"{where}: field 'label' must be an option index 0..{len(options) - 1}, found {label}")
+    return Instance(str(ident), premise, list(options), label)
+
+
+def load_instances(rows: Iterable[dict], kind: str, *, unique_ids: bool = True) -> list[Instance]:
+    """Validated instances from rows ``{"id", "premise", "hypothesis", "label"}`` (classification)
+    or ``{"id", "premise", "options": [...], "label": int}`` (multichoice); ids must be unique
+    unless ``unique_ids`` is False (fine for a reference split, which is never predicted)."""
+    _check_kind(kind)
+    instances: list[Instance] = []
+    seen: dict[str, int] = {}
+    for number, row in enumerate(rows, start=1):
+        where = f"row {number}"
+        instance = instance_from_row(row, kind, where)
+        if unique_ids and instance.id in seen:
+            raise InvalidICQInput(f"{where}: field 'id' repeats the id of row {seen[instance.id]}")
+        seen.setdefault(instance.id, number)
+        instances.append(instance)
+    return instances
+
+
+def expmrc_multichoice_instances(gold: dict) -> list[Instance]:
+    """ExpMRC RACE+/C3 gold -> one instance per question: id ``<passage id>-<j>``, premise
+    ``article + "\\n" + question``, the options as hypotheses, label = index of the gold letter."""
+    if not isinstance(gold, dict) or not isinstance(gold.get("data"), list):
+        raise InvalidICQInput("gold: field 'data' must be an array of passages")
+    instances: list[Instance] = []
+    for p, passage in enumerate(gold["data"]):
+        where = f"data[{p}]"
+        if not isinstance(passage, dict):
+            raise InvalidICQInput(f"{where}: must be an object, found {_type_name(passage)}")
+        for name, expected in (("id", str), ("article", str), ("questions", list), ("options", list),
+                               ("answers", list)):
+            if not isinstance(passage.get(name), expected):
+                raise InvalidICQInput(f"{where}: field '{name}' must be "
+                                      f"{'a string' if expected is str else 'an array'}, "
+                                      f"found {_type_name(passage.get(name))}")
+        questions, options, answers = passage["questions"], passage["options"], passage["answers"]
+        if not len(questions) == len(options) == len(answers):
+            raise InvalidICQInput(f"{where}: questions, options and answers differ in length "
+                                  f"({len(questions)}, {len(options)}, {len(answers)})")
+        for j, (question, choices, letter) in enumerate(zip(questions, options, answers)):
+            if not isinstance(question, str):
+                raise InvalidICQInput(f"{where}.questions[{j}]: must be a string, found {_type_name(question)}")
+            if not (isinstance(choices, list) and len(choices) >= 2 and all(isinstance(c, str) for c in choices)):
+                raise InvalidICQInput(f"{where}.options[{j}]: must be an array of at least 2 strings")
+            if not (isinstance(letter, str) and len(letter) == 1 and letter in LETTERS[: len(choices)]):
+                raise InvalidICQInput(f"{where}.answers[{j}]: must be one of the option letters "
+                                      f"{', '.join(LETTERS[: len(choices)])}")
+            instances.append(Instance(f"{passage['id']}-{j}", passage["article"] + "\n" + question,
+                                      list(choices), LETTERS.index(letter)))
+    return instances
+
+
+# --------------------------------------------------------------------------- features
+
+class FeatureIndex:
+    """The features of every instance of one split, extracted once.
+
+    ``rows[i]`` holds the feature set of each hypothesis of instance i; ``attached[i]`` the
+    features the instance (question) carries: the hypothesis's own for classification, those
+    firing in some but not all options for multichoice.
+    """
+
+    def __init__(self, instances: Sequence[Instance], *, kind: str, language: str = "en",
+                 feature_types: Iterable[str] | None = None):
+        _check_kind(kind)
+        self.kind = kind
+        self.language = language
+        self.types = _features.resolve_types(language, feature_types)
+        self.instances = list(instances)
+        self.rows: list[list[frozenset[str]]] = []
+        self.attached: list[frozenset[str]] = []
+        with _gc_paused():
+            self._extract(language)
+        self._counts: tuple[Counter, dict[str, Counter]] | None = None
+        self._members: dict[str, list[int]] = {}
+
+    def _extract(self, language: str) -> None:
+        extract, kind, types = _features.extract, self.kind, self.types
+        for number, instance in enumerate(self.instances, start=1):
+            _check_instance(instance, kind, number)
+            row_sets = extract(instance.premise, instance.hypotheses, language=language, types=types)
+            self.rows.append(row_sets)
+            if kind == CLASSIFICATION:
+                self.attached.append(row_sets[0])
+            else:
+                union = frozenset().union(*row_sets)
+                self.attached.append(union - row_sets[0].intersection(*row_sets[1:]))
+
+    def __len__(self) -> int:
+        return len(self.instances)
+
+    def labels(self) -> list[str]:
+        """The gold label set: right/wrong for multichoice, the sorted label strings otherwise."""
+        if self.kind == MULTICHOICE:
+            return [RIGHT, WRONG]
+        return sorted({str(instance.label) for instance in self.instances})
+
+    def counts(self) -> tuple[Counter, dict[str, Counter]]:
+        """(n_f: instances/questions carrying f, {label: Counter of f over labelled rows})."""
+        if self._counts is None:
+            n_f: Counter = Counter()
+            by_label: dict[str, Counter] = {label: Counter() for label in self.labels()}
+            for i, instance in enumerate(self.instances):
+                attached = self.attached[i]
+                if not attached:
+                    continue
+                n_f.update(attached)
+                if self.kind == CLASSIFICATION:
+                    by_label[str(instance.label)].update(attached)
+                    continue
+                for j, row in enumerate(self.rows[i]):
+                    by_label[RIGHT if j == instance.label else WRONG].update(attached & row)
+            self._counts = (n_f, by_label)
+        return self._counts
+
+    def members(self, key: str) -> list[int]:
+        """Positions of the instances (questions) carrying ``key``."""
+        found = self._members.get(key)
+        if found is None:
+            found = self._members[key] = [i for i, attached in enumerate(self.attached) if key in attached]
+        return found
+
+    def require_unique_ids(self) -> None:
+        """Predictions are keyed by id, so a split probed with them needs unique ids (a reference
+        split need not have them: C3's training data repeats passage ids)."""
+        seen: dict[str, int] = {}
+        for number, instance in enumerate(self.instances, start=1):
+            if instance.id in seen:
+                raise InvalidICQInput(f"instance {number}: id {instance.id!r} repeats instance {seen[instance.id]}; "
+                                      "test instances need unique ids")
+            seen[instance.id] = number
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while building many small acyclic objects (token
+    tuples, feature sets): its repeated full passes over them would double the run time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check_instance(instance: Any, kind: str, number: int) -> None:
+    if (type(instance) is Instance and type(instance.premise) is str and type(instance.hypotheses) is list
+            and (len(instance.hypotheses) == 1 and type(instance.label) is str and type(instance.hypotheses[0]) is str
+                 if kind == CLASSIFICATION else False)):
+        return  # the common classification case, checked quickly
+    where = f"instance {number}"
+    if not isinstance(instance, Instance):
+        raise InvalidICQInput(f"{where}: expected an Instance, found {_type_name(instance)}")
+    if not isinstance(instance.premise, str) or not isinstance(instance.hypotheses, list) or not all(
+            isinstance(h, str) for h in instance.hypotheses):
+        raise InvalidICQInput(f"{where} ({instance.id}): premise must be a string and hypotheses a list of strings")
+    if kind == CLASSIFICATION:
+        if len(instance.hypotheses) != 1:
+            raise InvalidICQInput(f"{where} ({instance.id}): a classification instance has exactly one hypothesis")
+        if not (isinstance(instance.label, str) or _is_int(instance.label)):
+            raise InvalidICQInput(f"{where} ({instance.id}): label must be a string")
+    else:
+        if len(instance.hypotheses) < 2:
+            raise InvalidICQInput(f"{where} ({instance.id}): a multi-choice instance has at least 2 options")
+        if not (_is_int(instance.label) and 0 <= instance.label < len(instance.hypotheses)):
+            raise InvalidICQInput(f"{where} ({instance.id}): label must be the index of the gold option")
+
+
+def build_index(instances: Sequence[Instance] | FeatureIndex, *, kind: str, language: str = "en",
+                feature_types: Iterable[str] | None = None) -> FeatureIndex:
+    """A :class:`FeatureIndex` for ``instances`` (returned as is when already one of the same kind
+    and language extracting at least ``feature_types``)."""
+    if isinstance(instances, FeatureIndex):
+        if instances.kind != kind or instances.language != language:
+            raise ValueError(f"the FeatureIndex is for {instances.kind}/{instances.language}, "
+                             f"not {kind}/{language}")
+        if feature_types is None:
+            return instances
+        wanted = _features.resolve_types(language, feature_types)
+        if not wanted <= instances.types:
+            raise ValueError(f"the FeatureIndex lacks feature type(s) {', '.join(sorted(wanted - instances.types))}")
+        return instances
+    return FeatureIndex(instances, kind=kind, language=language, feature_types=feature_types)
+
+
+# --------------------------------------------------------------------------- statistics
+
+def proportions(counts: Sequence[float]) -> list[float]:
+    total = sum(counts)
+    if total <= 0:
+        raise ValueError("proportions of an empty count vector")
+    return [c / total for c in counts]
+
+
+def mse(p: Sequence[float]) -> float:
+    """Mean over labels of (p[l] - 1/|L|)^2 for a proportion vector ``p``."""
+    k = len(p)
+    return sum((x - 1.0 / k) ** 2 for x in p) / k
+
+
+def jsd(p: Sequence[float], q: Sequence[float]) -> float:
+    """Jensen-Shannon divergence (natural log, 0 log 0 = 0) of two proportion vectors."""
+    total = 0.0
+    for a, b in zip(p, q):
+        m = (a + b) / 2
+        if a > 0:
+            total += 0.5 * a * math.log(a / m)
+        if b > 0:
+            total += 0.5 * b * math.log(b / m)
+    return max(total, 0.0)
+
+
+def cueness(reference_counts: Sequence[float], test_counts: Sequence[float]) -> tuple[float, float, float]:
+    """(cueness, mse, jsd) from per-label counts of R_f and S_f (same label order)."""
+    p, q = proportions(reference_counts), proportions(test_counts)
+    m, d = mse(p), jsd(p, q)
+    return m / math.exp(d), m, d
+
+
+def _cue_key(cue: Mapping) -> str:
+    try:
+        return _features.make_key(cue["feature"], cue["value"])
+    except (KeyError, TypeError):
+        raise ValueError("a cue must be a mapping with 'feature' and 'value'") from None
+
+
+# --------------------------------------------------------------------------- cue discovery
+
+def discover_cues(reference: Sequence[Instance] | FeatureIndex, test: Sequence[Instance] | FeatureIndex, *,
+                  kind: str, language: str = "en", top_k: int | None = TOP_K, min_count: int = MIN_COUNT,
+                  feature_types: Iterable[str] | None = None) -> list[dict]:
+    """The top ``top_k`` cues of ``test`` w.r.t. ``reference`` (all qualifying ones when None)."""
+    ref_index = build_index(reference, kind=kind, language=language, feature_types=feature_types)
+    test_index = build_index(test, kind=kind, language=language, feature_types=feature_types)
+    types = _features.resolve_types(language, feature_types)
+    labels = sorted(set(ref_index.labels()) | set(test_index.labels()))
+    ref_n, ref_by_label = ref_index.counts()
+    test_n, test_by_label = test_index.counts()
+    found = []
+    for key, n_reference in ref_n.items():
+        n_test = test_n.get(key, 0)
+        if n_reference < min_count or n_test < min_count:
+            continue
+        feature, value = _features.split_key(key)
+        if feature not in types:
+            continue
+        r_counts = [ref_by_label.get(label, {}).get(key, 0) for label in labels]
+        s_counts = [test_by_label.get(label, {}).get(key, 0) for label in labels]
+        score, m, d = cueness(r_counts, s_counts)
+        found.append((-score, -n_reference, key, {
+            "feature": feature,
+            "value": value,
+            "cueness": score,
+            "mse": m,
+            "jsd": d,
+            "n_reference": n_reference,
+            "n_test": n_test,
+            "reference_dist": dict(zip(labels, proportions(r_counts))),
+            "test_dist": dict(zip(labels, proportions(s_counts))),
+            "reference_counts": dict(zip(labels, r_counts)),
+            "test_counts": dict(zip(labels, s_counts)),
+        }))
+    found.sort(key=lambda item: item[:3])
+    if top_k is not None:
+        found = found[:top_k]
+    return [item[3] for item in found]
+
+
+# --------------------------------------------------------------------------- model probing
+
+def predicted_option(value: Any, n_options: int) -> int | None:
+    """An MC prediction as an option index: an int, or a letter "A".. (None if unusable)."""
+    if _is_int(value):
+        return value if 0 <= value < n_options else None
+    if isinstance(value, str) and len(value) == 1 and value in LETTERS[:n_options]:
+        return LETTERS.index(value)
+    return None
+
+
+def predicted_label(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (str, int)):
+        return str(value)
+    return None
+
+
+def correctness(index: FeatureIndex, predictions: Mapping[str, Any]) -> list[bool]:
+    """Per-instance correctness; a missing or unusable prediction counts as wrong."""
+    index.require_unique_ids()
+    out = []
+    for instance in index.instances:
+        predicted = predictions.get(instance.id)
+        if index.kind == MULTICHOICE:
+            out.append(predicted_option(predicted, len(instance.hypotheses)) == instance.label)
+        else:
+            out.append(predicted_label(predicted) == str(instance.label))
+    return out
+
+
+def _cue_types(cues: Sequence[Mapping] | None, language: str) -> frozenset[str] | None:
+    if cues is None:
+        return None
+    types = {_features.split_key(_cue_key(cue))[0] for cue in cues}
+    return _features.resolve_types(language, types) if types else None
+
+
+def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[str, Any],
+                  cues: Sequence[Mapping] | None, *, kind: str, language: str = "en",
+                  min_count: int = MIN_COUNT, top_k: int = TOP_K) -> list[dict]:
+    """ΔAcc = acc(S_f) - acc(S_nf) for each cue (in the cues' order) whose S_f and S_nf both
+    hold >= ``min_count`` instances/questions.
+
+    ``cues=None`` (no reference split) tests every feature of ``test`` instead and keeps the
+    ``top_k`` largest deltas, as the ICQ code does.
+    """
+    if cues is not None and not cues:
+        return []
+    index = build_index(test, kind=kind, language=language, feature_types=_cue_types(cues, language))
+    correct = correctness(index, predictions)
+    total, total_correct = len(correct), sum(correct)
+    if cues is None:
+        n_f, _ = index.counts()
+        keys = sorted(n_f)
+    else:
+        keys = [_cue_key(cue) for cue in cues]
+    rows = []
+    for key in keys:
+        members = index.members(key)
+        n_with = len(members)
+        n_without = total - n_with
+        if n_with < min_count or n_without < min_count:
+            continue
+        correct_with = sum(correct[i] for i in members)
+        acc_with = correct_with / n_with
+        acc_without = (total_correct - correct_with) / n_without
+        feature, value = _features.split_key(key)
+        rows.append({"feature": feature, "value": value, "n_with": n_with, "n_without": n_without,
+                     "acc_with": acc_with, "acc_without": acc_without, "delta": acc_with - acc_without})
+    if cues is None:
+        rows.sort(key=lambda row: (-row["delta"], row["feature"], row["value"]))
+        rows = rows[:top_k]
+    return rows
+
+
+def flatten(items: Sequence[tuple[Any, str, Any]], labels: Sequence[str], *, seed: int, key: str,
+            min_count: int = MIN_COUNT) -> list[tuple[Any, str, Any]]:
+    """Down-sample ``items`` = [(sort key, gold label, payload)] to m per label, m = the
+    minority label's count; [] when m == 0 or |labels|*m < min_count.
+
+    Deterministic: items are ordered by sort key, then each label's m items are drawn with
+    ``random.Random(f"{seed}\\t{key}")`` (string seeds are hashed with SHA-512, stable across runs).
+    """
+    groups: dict[str, list] = {label: [] for label in labels}
+    for item in items:
+        if item[1] in groups:
+            groups[item[1]].append(item)
+    m = min((len(group) for group in groups.values()), default=0)
+    if m == 0 or len(labels) * m < min_count:
+        return []
+    rng = random.Random(f"{seed}\t{key}")
+    flat = []
+    for label in labels:
+        group = sorted(groups[label], key=lambda item: item[0])
+        flat.extend(rng.sample(group, m))
+    return flat
+
+
+def _argmax(dist: Mapping[str, float]) -> str:
+    best = max(dist.values())
+    return next(label for label in sorted(dist) if dist[label] == best)
+
+
+def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[str, Any],
+                      cues: Sequence[Mapping], *, kind: str, language: str = "en", seed: int = 0,
+                      min_count: int = MIN_COUNT) -> list[dict]:
+    """Per cue (from :func:`discover_cues`, which supplies ``reference_dist``): predicted-label
+    distribution on the flattened S_f against R_f's distribution and the uniform one.
+
+    Multichoice flattens option rows (right/wrong) carrying f in the questions f is attached
+    to; a row is predicted ``right`` when the predicted option is that row. A classification
+    instance without a usable prediction is left out of the predicted distribution.
+    """
+    if not cues:
+        return []
+    index = build_index(test, kind=kind, language=language, feature_types=_cue_types(cues, language))
+    index.require_unique_ids()
+    rows = []
+    for cue in cues:
+        key = _cue_key(cue)
+        reference_dist = cue.get("reference_dist")
+        if not isinstance(reference_dist, Mapping) or not reference_dist:
+            raise ValueError(f"cue {key!r} has no reference_dist (pass cues from discover_cues)")
+        labels = sorted(reference_dist)
+        items = []
+        for i in index.members(key):
+            instance = index.instances[i]
+            predicted = predictions.get(instance.id)
+            if kind == CLASSIFICATION:
+                items.append(((instance.id,), str(instance.label), predicted_label(predicted)))
+                continue
+            option = predicted_option(predicted, len(instance.hypotheses))
+            for j, row in enumerate(index.rows[i]):
+                if key in row:
+                    items.append(((instance.id, j), RIGHT if j == instance.label else WRONG,
+                                  RIGHT if option == j else WRONG))
+        flat = flatten(items, labels, seed=seed, key=key, min_count=min_count)
+        predicted_counts = Counter(item[2] for item in flat if item[2] is not None)
+        total = sum(predicted_counts.values())
+        if not flat or total == 0:
+            continue
+        keys = sorted(set(labels) | set(predicted_counts))
+        predicted_dist = {label: predicted_counts.get(label, 0) / total for label in keys}
+        reference = {label: float(reference_dist.get(label, 0.0)) for label in keys}
+        uniform = {label: (1.0 / len(labels) if label in reference_dist else 0.0) for label in keys}
+        pred_vector = [predicted_dist[label] for label in keys]
+        jsd_reference = jsd(pred_vector, [reference[label] for label in keys])
+        jsd_uniform = jsd(pred_vector, [uniform[label] for label in keys])
+        feature, value = _features.split_key(key)
+        rows.append({
+            "feature": feature,
+            "value": value,
+            "n_flat": len(flat),
+            "predicted_dist": predicted_dist,
+            "reference_dist": reference,
+            "uniform": uniform,
+            "jsd_reference": jsd_reference,
+            "jsd_uniform": jsd_uniform,
+            "follows_cue": _argmax(predicted_dist) == _argmax(reference) and jsd_reference < jsd_uniform,
+        })
+    return rows
+
+
+def profile(reference: Sequence[Instance] | FeatureIndex | None, test: Sequence[Instance] | FeatureIndex,
+            predictions: Mapping[str, Any] | None = None, *, kind: str, language: str = "en",
+            top_k: int = TOP_K, seed: int = 0, min_count: int = MIN_COUNT,
+            feature_types: Iterable[str] | None = None) -> dict:
+    """{"cues", "accuracy_test", "distribution_test"}; the tests are [] without predictions.
+
+    Without a reference split (``reference=None``) there are no cues and no distribution test;
+    the accuracy test then covers every feature of ``test`` (top ``top_k`` deltas).
+    """
+    test_index = build_index(test, kind=kind, language=language, feature_types=feature_types)
+    if reference is None:
+        cues: list[dict] = []
+    else:
+        cues = discover_cues(reference, test_index, kind=kind, language=language, top_k=top_k,
+                             min_count=min_count, feature_types=feature_types)
+    result = {"cues": cues, "accuracy_test": [], "distribution_test": []}
+    if predictions is not None:
+        result["accuracy_test"] = accuracy_test(test_index, predictions, None if reference is None else cues,
+                                                kind=kind, language=language, min_count=min_count, top_k=top_k)
+        if reference is not None:
+            result["distribution_test"] = distribution_test(test_index, predictions, cues, kind=kind,
+                                                            language=language, seed=seed, min_count=min_count)
+    return result
+
+
+def clear_caches() -> None:
+    """Forget memoised per-text features (e.g. before timing a cold run)."""
+    _features.clear_caches()
