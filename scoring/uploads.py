@@ -112,3 +112,27 @@ def load_json_object(raw: bytes | str, *, max_bytes: int, expected: str):
     if not isinstance(document, JsonObject):
         raise InvalidPredictions(f"top level must be a JSON object {expected}, found {json_type(document)}")
     return text, document
+
+
+def parse_id_to_string(raw: bytes | str, known_ids, *, max_bytes: int, expected: str = '{"<id>": "<answer>"}') -> dict:
+    """A JSON object mapping ids to strings (e.g. CheckList answers). Duplicated ids, values
+    that are not strings and ids not in ``known_ids`` are refused, naming the first few."""
+    text, document = load_json_object(raw, max_bytes=max_bytes, expected=expected)
+    known = known_ids if isinstance(known_ids, (set, frozenset)) else set(known_ids)
+    seen: set = set()
+    problems = Problems(text)
+    for index, (key, value) in enumerate(document):
+        if key in seen:
+            problems.add(index, f"{show(key)} appears twice")
+        seen.add(key)
+        if not isinstance(value, str):
+            problems.add(index, f"{show(key)}: value is {json_type(value)}, expected a string")
+        elif SURROGATE.search(value):
+            problems.add(index, f"{show(key)}: value holds an unpaired \\u surrogate escape")
+    problems.raise_if_any("invalid entries")
+    problems = Problems(text)
+    for index, (key, _) in enumerate(document):
+        if key not in known:
+            problems.add(index, show(key))
+    problems.raise_if_any("ids not in the item list")
+    return {key: value for key, value in document}

@@ -111,26 +111,30 @@ class SkillsScorer:
 
 
 class ChecklistScorer:
-    """CheckList SQuAD suite: predictions {item_id: answer}; per case pass/fail."""
+    """CheckList SQuAD suite (public items): predictions {item_id: answer}; a case passes when
+    the test's expectation holds for all its items; a case with a missing item is "not
+    answered" and counts as failed. Per-item rows are per-case pass/fail."""
 
     version = "checklist-1"
 
     def parse(self, raw, test_set, *, max_bytes):
-        from scoring import checklist
+        from scoring.uploads import parse_id_to_string
 
-        return checklist.parse_predictions(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
+        return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
+                                  expected='{"<item id>": "<answer>"}')
 
     def score(self, task, test_set, predictions):
         from scoring import checklist
 
-        result = checklist.score_checklist(test_set.gold, predictions)
-        passed = result["case_passed"]
+        suite = test_set.gold
+        passed = [outcome == "pass" for test in checklist.case_outcomes(suite, predictions) for outcome in test]
+        details = checklist.score_checklist(suite, predictions)
         return ScoredRun(
             scores={"pass_rate": 100.0 * sum(passed) / len(passed) if passed else 0.0},
             item_rows=[[1.0 if p else 0.0] for p in passed],
             total=len(passed),
-            unanswered=result["overall"].get("n_missing", 0),
-            details={"checklist": {k: v for k, v in result.items() if k != "case_passed"}},
+            unanswered=details["overall"].get("n_missing", 0),
+            details={"checklist": details},
         )
 
 
