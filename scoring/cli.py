@@ -182,7 +182,25 @@ def build_parser() -> argparse.ArgumentParser:
     icq.add_argument("--top-k", type=int, default=20, help="cues reported (default: 20)")
     icq.add_argument("--seed", type=int, default=0, help="seed of the distribution test's down-sampling")
     icq.set_defaults(run=_run_icq)
+
+    quackie = scorers.add_parser("quackie", help="QUACKIE interpretability metrics: IoU, HPD, SNR (+ extended)")
+    quackie.add_argument("gold", metavar="GOLD.json", help='{"<id>": {"sentences": [...], "gt_candidates": [[0,1,0], ...]}}')
+    quackie.add_argument("scores", metavar="SCORES.json", help='{"<id>": [float, ...]} one score per sentence')
+    quackie.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
+                         help="largest accepted score file (default: 50 MiB)")
+    quackie.set_defaults(run=_run_quackie)
     return parser
+
+
+def _run_quackie(args: argparse.Namespace) -> int:
+    from scoring import quackie
+
+    try:
+        result = quackie.run(args.gold, args.scores, max_bytes=args.max_bytes)
+    except quackie.InvalidQuackieInput as exc:
+        raise CliError(str(exc)) from None
+    print(quackie.summary_line(result))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -182,3 +182,25 @@ def test_max_bytes_option(capsys):
 @pytest.mark.parametrize("args", [[], [GOLD], [GOLD, SCORES, SCORES], [GOLD, SCORES, "--verbose"]])
 def test_bad_arguments(capsys, args):
     assert_one_line_error(capsys, args, "usage: python -m scoring quackie GOLD.json SCORES.json")
+
+
+def test_registered_as_python_m_scoring_quackie(tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "quackie"
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "scoring", "quackie", str(fixtures / "gold.json"),
+                           str(fixtures / "scores.json")], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()
+    assert list(_json.loads(line)) == ["IoU", "HPD", "SNR", "IoU_std", "HPD_std", "SNR_std", "fails", "no_snr", "n",
+                                       "HPD_rank", "SNR_raw"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"unknown-sample": [1, 2]}')
+    refused = subprocess.run([sys.executable, "-m", "scoring", "quackie", str(fixtures / "gold.json"), str(bad)],
+                             cwd=repo, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and refused.stderr.startswith("error:") and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
