@@ -54,10 +54,12 @@ s1  Adjectives → their WordNet antonym (``wordnet30_adjective_antonyms.tsv``).
     "well") are replaced too. Capitalisation of the first letter is kept.
 s2  Function words (NLTK's 179 English stop words) → ``[UNK]``.
 s3  Content words (tokens that are neither stop words nor punctuation) → ``[UNK]``.
-s4  Words shuffled within each sentence; the sentence's last token stays last (original
-    ``fix_eos``); each gold answer span is kept as one contiguous unit; shuffled units are joined
-    by one space (Chinese: no space, except between two ASCII words). Sentences that a gold
-    answer crosses are merged first.
+s4  Words shuffled within each sentence in runs as long as the answer (the original method):
+    each sentence is cut into runs of the answer's token count, aligned on the answer, and the
+    runs are shuffled, the last run staying last (original ``fix_eos``). The answer stays whole
+    but is one run among many of its length, so the public inputs do not single it out. Runs are
+    joined by one space (Chinese: no space, except between two ASCII words). Sentences that a
+    gold answer crosses are merged first.
 s5  Sentence order shuffled (a non-identity permutation when there are ≥ 2 blocks); sentences a
     gold answer crosses are merged into one block; blocks joined by one space (Chinese: none).
 s6  Back-translation EN→FR→EN of every passage sentence, only when translation models are
@@ -540,29 +542,35 @@ def _s4(q: _Question) -> _Perturbation:
     a = q.context
     edits, placed = [], {}
     token_starts = [s for s, _ in a.tokens]
+    # Width of the runs in sentences without the answer: the first answer's token count.
+    answer_width = 1
+    if q.answers:
+        s0, e0 = q.answers[0]
+        answer_width = max(1, sum(1 for ts, te in a.tokens if ts < e0 and s0 < te))
     for bs, be in _blocks(a, q.answers):
         token_ids = range(bisect.bisect_left(token_starts, bs), bisect.bisect_left(token_starts, be))
         if len(token_ids) < 2:
             continue
-        # Units: single tokens, except that the tokens each gold answer overlaps form one unit.
-        unit_of = {i: i for i in token_ids}
-        for s, e in q.answers:
-            if not (bs < e and s < be):
-                continue
-            inside = [i for i in token_ids if a.tokens[i][0] < e and s < a.tokens[i][1]]
-            if inside:
-                root = min(unit_of[i] for i in inside)
-                span = range(inside[0], inside[-1] + 1)
-                old = {unit_of[i] for i in span}
-                for i in token_ids:
-                    if unit_of[i] in old:
-                        unit_of[i] = root
+        # Units of equal width (the original method): the block is cut into runs of as many
+        # tokens as the answer spans, aligned on the answer, so the answer stays whole but is
+        # only one run among many of its length. Keeping the answer as the one intact phrase
+        # among single shuffled words would reveal the hidden answer in the public inputs.
+        inside = [i for i in token_ids if any(a.tokens[i][0] < e and s < a.tokens[i][1] for s, e in q.answers)]
+        if inside:
+            anchor, width = inside[0], inside[-1] - inside[0] + 1
+        else:
+            anchor, width = token_ids[0], answer_width
+        first, end = token_ids[0], token_ids[-1] + 1
         units: list[list[int]] = []
-        for i in token_ids:
-            if units and unit_of[units[-1][-1]] == unit_of[i]:
-                units[-1].append(i)
-            else:
-                units.append([i])
+        index = anchor
+        while index > first:  # runs before the anchor, built backwards
+            low = max(first, index - width)
+            units.insert(0, list(range(low, index)))
+            index = low
+        index = anchor
+        while index < end:
+            units.append(list(range(index, min(end, index + width))))
+            index += width
         if len(units) < 2:
             continue
         spans = [[a.tokens[u[0]][0], a.tokens[u[-1]][1]] for u in units]

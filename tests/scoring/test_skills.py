@@ -128,7 +128,10 @@ def test_s3_content_words_are_masked_and_fully_masked_answers_dropped():
     assert (result["n_items"], result["n_dropped"], result["counts"]["dropped_answer_masked"]) == (1, 3, 3)
 
 
-def test_s4_words_shuffled_within_sentences_answer_kept_whole_final_token_last():
+def test_s4_words_shuffled_in_runs_of_the_answer_length_final_run_last():
+    # Each sentence is cut into runs as long as the question's answer, aligned on the answer, and
+    # the runs are shuffled (the last stays last): the answer stays whole, but so does every other
+    # run of its length, so the public inputs do not single the hidden answer out.
     expected = {
         "q1": ("bridge river was built old in The because flooded 1887 every the spring . the closes water this , "
                "If bridge rises . before it dogs her ; than two was Anna crossed happier with she . 45 took "
@@ -136,12 +139,12 @@ def test_s4_words_shuffled_within_sentences_answer_kept_whole_final_token_last()
         "q2": ("river flooded 1887 in The old every built bridge the because was spring . , bridge rises closes the "
                "If water this . her ; than happier was Anna with it before two dogs she crossed . took crossing "
                "minutes That 45 .", EN_QUESTIONS["q2"][0], [("1887", 14)]),
-        "q3": ("spring in bridge every the old river built because flooded was 1887 The . If rises water the , "
-               "bridge this closes . with than Anna two dogs it her before crossed ; she happier was . took That "
-               "crossing 45 minutes .", EN_QUESTIONS["q3"][0], [("45 minutes", 201)]),
-        "q4": ("bridge was every flooded the 1887 river The old spring in because built . the bridge closes this "
-               "water rises If , . ; Anna with her two dogs crossed she before it was than happier . 45 That "
-               "minutes crossing took .", EN_QUESTIONS["q4"][0], [("with her two dogs", 123)]),
+        "q3": ("built in bridge was the river flooded every 1887 because The old spring. bridge closes If the , "
+               "this water rises . Anna crossed happier than her two dogs; she was it with before. That crossing "
+               "took 45 minutes .", EN_QUESTIONS["q3"][0], [("45 minutes", 198)]),
+        "q4": ("the river flooded every The old bridge was built in 1887 because spring. If the water rises , "
+               "this bridge closes . ; she was happier Anna crossed it with her two dogs than before. That "
+               "crossing took 45 minutes.", EN_QUESTIONS["q4"][0], [("with her two dogs", 149)]),
     }
     assert_variant(build_variant(EN_GOLD, "s4"), expected)
 
@@ -330,14 +333,14 @@ def test_chinese_applicability():
                for s, r in results.items() if s not in {"s4", "s5", "s8", "s13", "s14"})
 
 
-def test_zh_s4_characters_shuffled_within_sentences():
+def test_zh_s4_characters_shuffled_within_sentences_in_runs_of_the_answer_length():
     assert_variant(build_variant(ZH_GOLD, "s4", language="zh"), {
-        "z1": ("年古这1887于建座桥。河们建都天了修会水春每泛所，以它人滥年！走两只狗着带安娜桥过这座。十四花分钟了过桥五。",
+        "z1": ("建于1887年这座古桥。泛滥，所每年都会春天以人建了河水们修它！狗走两只带着安娜过这座桥。五分花了过桥四十钟。",
                ZH_QUESTIONS["z1"][0], [("安娜", 38)]),
-        "z2": ("古1887年座于这桥建。天修所人水都泛会，滥们春每了河它建以年！狗只两着桥娜走过带座安这。十了钟四过分花五桥。",
-               ZH_QUESTIONS["z2"][0], [("1887年", 1)]),
-        "z3": ("桥古建年1887于这座。以们泛所修会滥了河春建年它每都天，人水！着娜狗安带座过只桥两这走。花四十五分钟桥了过。",
-               ZH_QUESTIONS["z3"][0], [("四十五分钟", 46)]),
+        "z2": ("这座1887年古桥建于。都会泛滥以人，所河水建了春天们修每年它！两只狗走座桥过这带着安娜。四十花了过桥五分钟。",
+               ZH_QUESTIONS["z2"][0], [("1887年", 2)]),
+        "z3": ("这座古桥建于1887年。，所以人们天都会泛滥河水每年春修建了它！只狗走过这安娜带着两座桥。过桥花了四十五分钟。",
+               ZH_QUESTIONS["z3"][0], [("四十五分钟", 49)]),
     })
 
 
