@@ -7,7 +7,14 @@ from django.conf import settings
 from django.db import transaction
 
 from .models import ReportedResult, Task, TestSet
-from .test_sets import ensure_expmrc_benchmark, import_expmrc, import_multichoice_reference, schedule_dataset_diagnostics
+from . import skill_sets
+from .test_sets import (
+    ensure_expmrc_benchmark,
+    import_checklist,
+    import_expmrc,
+    import_multichoice_reference,
+    schedule_dataset_diagnostics,
+)
 
 PAPER = "ExpMRC paper (Cui et al., Heliyon 2022), Table 3"
 PAPER_URL = "https://github.com/ymcui/expmrc"
@@ -150,8 +157,39 @@ def load_demo(data_dir=None, log=print):
             ref_set, ref_created = import_multichoice_reference(reference, task_slug=slug, version="pseudo-train-1")
             log(f"{slug}: reference split {ref_set.version} ({ref_set.n_items} questions, for ICQ cue discovery) "
                 f"{'imported' if ref_created else 'already present'}")
+        if kind == Task.SPAN and not created and "skills_build" not in (test_set.diagnostics or {}):
+            skill_sets.schedule(test_set)
+            log(f"{slug}: skill sets s1–s14 queued for a worker")
         # A fresh import queues cue discovery itself; re-queue only if an earlier run never finished it.
         if kind == Task.MULTICHOICE and not created and "icq" not in (test_set.diagnostics or {}):
             schedule_dataset_diagnostics(task)
             log(f"{slug}: ICQ cue discovery queued for a worker")
+    load_checklist_demo(Path(data_dir).parent / "skills", log)
     return benchmark
+
+
+def load_checklist_demo(skills_dir, log):
+    """The CheckList SQuAD suite as the public task checklist-squad, with the BERT-base
+    predictions shipped with the suite as its reported reference row."""
+    from scoring import checklist
+
+    suite_path = skills_dir / "checklist_squad_suite.json.gz"
+    if not suite_path.exists():
+        log(f"checklist-squad: {suite_path} missing, task not created")
+        return
+    test_set, created = import_checklist(suite_path, task_slug="checklist-squad", version="suite-1")
+    log(f"checklist-squad: {test_set.n_items} public items {'imported' if created else 'already present'}")
+    bert_path = skills_dir / "checklist_squad_suite_bert_preds.json.gz"
+    has_row = ReportedResult.objects.filter(task=test_set.task, method="BERT-base (SQuAD)").exists()
+    if bert_path.exists() and not has_row:
+        import gzip
+        import json
+
+        suite = TestSet.objects.only("gold").get(pk=test_set.pk).gold
+        predictions = checklist.predictions_from_stored(json.loads(gzip.decompress(bert_path.read_bytes())), suite)
+        outcomes = [o for test in checklist.case_outcomes(suite, predictions) for o in test]
+        ReportedResult.objects.update_or_create(
+            task=test_set.task, kind=ReportedResult.BASELINE, method="BERT-base (SQuAD)",
+            defaults={"team": "CheckList authors", "scores": {"pass_rate": 100.0 * outcomes.count("pass") / len(outcomes)},
+                      "source": "CheckList paper (Ribeiro et al., ACL 2020): predictions released with the suite",
+                      "url": "https://github.com/marcotcr/checklist"})

@@ -35,6 +35,7 @@ def build(test_set, log=None):
     with transaction.atomic():
         for skill, result in results.items():
             variant_gold = result.get("gold")
+            public = result.get("public")
             SkillVariant.objects.update_or_create(
                 test_set=test_set, skill=skill,
                 defaults={
@@ -44,13 +45,22 @@ def build(test_set, log=None):
                     "n_changed": result.get("n_changed", 0),
                     "n_dropped": result.get("n_dropped", 0),
                     "gold": variant_gold,
-                    "key_spec": expmrc.key_spec(variant_gold).to_dict() if variant_gold else {},
-                    "public_inputs": skills.public_inputs(variant_gold) if variant_gold else {},
+                    # Every original question is public and may be predicted; only the variant
+                    # gold's questions are scored (see scoring.skills.build_variant).
+                    "key_spec": public_key_spec(public) if variant_gold else {},
+                    "public_inputs": skills.public_inputs(public) if variant_gold else {},
                 },
             )
     seconds = round(time.perf_counter() - started, 2)
     set_progress(test_set, status="done", done=len(results), total=len(results), seconds=seconds)
     return {skill: result["status"] for skill, result in results.items()}
+
+
+def public_key_spec(public):
+    from scoring import expmrc
+
+    keys = tuple(qa["id"] for article in public["data"] for p in article["paragraphs"] for qa in p["qas"])
+    return expmrc.KeySpec(kind=expmrc.SPAN, keys=keys, option_letters="").to_dict()
 
 
 def schedule(test_set):

@@ -221,3 +221,35 @@ def schedule_dataset_diagnostics(task):
             logging.getLogger(__name__).exception("could not enqueue cue discovery for %s", task.slug)
 
     transaction.on_commit(send)
+
+
+@transaction.atomic
+def import_checklist(path, *, task_slug, version, task_name="CheckList SQuAD"):
+    """Import a CheckList suite (JSON, gzip or not) as the public item set of a checklist
+    task: its items are downloadable with stable ids; expectations stay with the scorer."""
+    from scoring import checklist
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        suite = checklist.load_suite(path)
+    except OSError as exc:
+        raise ImportRefused(f"cannot read {path}: {exc.strerror}") from None
+    except (checklist.InvalidSuite, ValueError) as exc:
+        raise ImportRefused(f"{path.name}: {exc}") from None
+    benchmark, _ = Benchmark.objects.get_or_create(
+        slug="checklist-mrc",
+        defaults={"name": "CheckList-MRC", "order": 3, "url": "https://github.com/marcotcr/checklist",
+                  "description": "Behavioural tests of reading comprehension (Ribeiro et al., ACL 2020): "
+                                 "failure rates per capability; the items are public.",
+                  "citation": "Ribeiro, M. T., Wu, T., Guestrin, C., Singh, S. Beyond Accuracy: Behavioral "
+                              "Testing of NLP Models with CheckList. ACL 2020."})
+    task, _ = Task.objects.get_or_create(
+        slug=task_slug, defaults={"benchmark": benchmark, "name": task_name, "kind": Task.CHECKLIST,
+                                  "language": "en", "description": "CheckList SQuAD suite: 24 tests, 13,311 cases."})
+    if task.kind != Task.CHECKLIST:
+        raise ImportRefused(f"task {task_slug} is a {task.kind} task, not checklist")
+    items = checklist.suite_items(suite)
+    return _store_split(task, TestSet.DEV, version, hashlib.sha256(raw).hexdigest(), path.name, suite, len(items),
+                        key_spec={"kind": "checklist", "keys": [item["id"] for item in items]},
+                        public_inputs={"items": items})

@@ -820,13 +820,16 @@ def _check_span_gold(gold: dict) -> None:
 
 def _result(skill, status, gold=None, n_items=0, n_changed=0, n_dropped=0, note="", counts=None) -> dict:
     return {"skill": skill, "status": status, "gold": gold, "n_items": n_items, "n_changed": n_changed,
-            "n_dropped": n_dropped, "note": note, "counts": counts or {}}
+            "n_dropped": n_dropped, "note": note, "counts": counts or {}, "public": None}
 
 
 def build_variant(gold: dict, skill: str, *, language: str = EN, seed: int = 0,
                   translation_models: Mapping | None = None) -> dict:
     """One reconstructed test set. Returns {"skill", "status", "gold", "n_items", "n_changed",
-    "n_dropped", "note", "counts"}; ``gold`` is None unless status is "ok". Status is "not
+    "n_dropped", "note", "counts", "public"}; ``gold`` is None unless status is "ok". ``public``
+    holds every question of the original (dropped ones too, with their perturbed passage): serve
+    its ``public_inputs`` and accept predictions for all its ids, so the inputs never reveal
+    which questions were dropped; only ``gold``'s questions are scored. Status is "not
     applicable" for a skill not defined for ``language`` and when every question is dropped,
     "not configured" for s6 without translation models."""
     if skill not in SKILLS:
@@ -857,13 +860,14 @@ def _variant(gold: dict, skill: str, language: str, seed: int, translation_model
 def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyses: _Analyses) -> dict:
     counts = {"questions": 0, "kept": 0, "changed": 0, "dropped_answer_masked": 0,
               "dropped_answer_not_found": 0, "answers_rewritten": 0, "answers_masked": 0, "answers_not_found": 0}
-    data = []
+    data, public_data = [], []
     for article in gold["data"]:
-        new_paragraphs = []
+        new_paragraphs, public_paragraphs = [], []
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             context_analysis = analyses.passage(context, language)
             grouped: dict[str, list[dict]] = {}
+            public_grouped: dict[str, list[dict]] = {}
             for qa in paragraph["qas"]:
                 counts["questions"] += 1
                 located, texts = [], []
@@ -874,9 +878,6 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                         continue
                     located.append(span)
                     texts.append(answer["text"])
-                if not located:
-                    counts["dropped_answer_not_found"] += 1
-                    continue
                 question = _Question(
                     id=qa["id"], context=context_analysis,
                     question=_analyse(qa["question"], language, split_sentences=False),
@@ -884,6 +885,12 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                 perturbation = builder(question)
                 new_context, new_starts = _apply(context, perturbation.context_edits)
                 new_question, _ = _apply(qa["question"], perturbation.question_edits)
+                # Every question is public, scored or not: leaving a dropped one out of the
+                # inputs would tell which hidden answers the perturbation masked or moved.
+                public_grouped.setdefault(new_context, []).append({"id": qa["id"], "question": new_question})
+                if not located:
+                    counts["dropped_answer_not_found"] += 1
+                    continue
                 span_map = _SpanMap(perturbation.context_edits, new_starts)
                 answers = []
                 for k, (s, e) in enumerate(located):
@@ -922,8 +929,14 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                 new_paragraph = {"id": paragraph["id"]} if "id" in paragraph else {}
                 new_paragraph.update({"context": new_context, "qas": qas})
                 new_paragraphs.append(new_paragraph)
+            for new_context, qas in public_grouped.items():
+                public_paragraph = {"id": paragraph["id"]} if "id" in paragraph else {}
+                public_paragraph.update({"context": new_context, "qas": qas})
+                public_paragraphs.append(public_paragraph)
         if new_paragraphs:
             data.append({"title": article.get("title", ""), "paragraphs": new_paragraphs})
+        if public_paragraphs:
+            public_data.append({"title": article.get("title", ""), "paragraphs": public_paragraphs})
     dropped = counts["dropped_answer_masked"] + counts["dropped_answer_not_found"]
     note = (f"{counts['kept']} of {counts['questions']} questions kept, {counts['changed']} perturbed; "
             f"{dropped} dropped ({counts['dropped_answer_masked']} with every gold answer masked, "
@@ -933,7 +946,9 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
     if not counts["kept"]:  # an empty gold file is not a test set (the scorer refuses it)
         return _result(skill, NOT_APPLICABLE, None, 0, 0, dropped, "every question dropped: " + note, counts)
     variant = {"version": gold["version"], "skill": skill, "data": data}
-    return _result(skill, OK, variant, counts["kept"], counts["changed"], dropped, note, counts)
+    result = _result(skill, OK, variant, counts["kept"], counts["changed"], dropped, note, counts)
+    result["public"] = {"version": gold["version"], "skill": skill, "data": public_data}
+    return result
 
 
 def build_all(gold: dict, *, language: str = EN, seed: int = 0, translation_models: Mapping | None = None,

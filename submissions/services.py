@@ -163,7 +163,7 @@ def run_scoring(submission):
         scorer_version=scorer.version,
         details=run.details,
     )
-    if stored:
+    if stored and submission.task.kind in ("span", "multichoice", "classification"):
         from . import diagnostics
 
         diagnostics.schedule(submission)

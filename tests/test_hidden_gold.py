@@ -307,12 +307,16 @@ def test_skill_inputs_are_structurally_free_of_answers(world):
     listing = Client().get("/api/tasks/expmrc-squad/skills/").json()
     built = [row for row in listing["skills"] if row["inputs_url"]]
     assert built, listing
+    original_ids = sorted(qa["id"] for a in fixture_gold("expmrc-squad")["data"] for p in a["paragraphs"]
+                          for qa in p["qas"])
     for row in built:
         body = Client().get(row["inputs_url"]).json()
         for article in body["data"]:
             for paragraph in article["paragraphs"]:
                 assert set(paragraph) <= {"id", "context", "qas"}
                 assert all(set(qa) == {"id", "question"} for qa in paragraph["qas"])
+        # Every question is listed, dropped ones too: the list must not reveal which were dropped.
+        assert sorted(qa["id"] for a in body["data"] for p in a["paragraphs"] for qa in p["qas"]) == original_ids
 
 
 def test_public_inputs_are_structurally_free_of_answers(world):

@@ -59,3 +59,10 @@ def hbar_chart(items, label_key, value_key, max_value=None, width=420, decimals=
         parts.append(f'<line x1="{zero}" x2="{zero}" y1="0" y2="{height}" class="chart-zero"/>')
     parts.append("</svg>")
     return mark_safe("".join(parts))
+
+
+@register.filter
+def label(value):
+    """snake_case names as readable labels: question_type -> Question type."""
+    text = str(value).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]

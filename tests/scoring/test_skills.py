@@ -594,3 +594,19 @@ def test_s6_with_local_marian_model_directories(tmp_path, monkeypatch):
     for context, _, answers in by_question(result).values():
         for text, start in answers:
             assert context[start:].startswith(text)
+
+
+def test_public_variant_lists_every_question_even_dropped_ones():
+    """Dropped questions stay in the public inputs, so the inputs never tell which hidden
+    answers a perturbation masked."""
+    def ids(gold):
+        return [qa["id"] for a in gold["data"] for p in a["paragraphs"] for qa in p["qas"]]
+
+    for skill in ("s3", "s4", "s14"):
+        result = build_variant(EN_GOLD, skill)
+        if result["status"] != "ok":
+            continue
+        assert sorted(ids(result["public"])) == sorted(ids(EN_GOLD))
+        assert set(ids(result["gold"])) <= set(ids(result["public"]))
+    s3 = build_variant(EN_GOLD, "s3")
+    assert len(ids(s3["gold"])) < len(ids(s3["public"]))  # the fixture drops questions in s3
