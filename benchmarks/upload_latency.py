@@ -42,7 +42,7 @@ def main(n=20):
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(tmp, env={"SUBMISSIONS_PER_DAY": "1000"}).setup()
         try:
-            stack.start_web().start_worker().start_beat()
+            stack.start_web().start_workers().start_beat()
             token = stack.create_user("bench", "bench-password-1")
             latencies = []
             for i in range(n):

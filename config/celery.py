@@ -1,5 +1,8 @@
-"""The Celery app. Queues: ``scoring`` (fast CPU scorers), ``models`` (transformers
-inference), ``sandbox`` (untrusted code) and ``maintenance`` (the reaper)."""
+"""The Celery app. Queues: ``scoring`` (fast CPU scorers, what a researcher waits for, and
+the reaper, which must run even when background work piles up), ``maintenance`` (background
+work: per-submission diagnostics, dataset-level jobs such as cue discovery and skill sets),
+``models`` (transformers inference) and ``sandbox`` (untrusted code). Run separate workers for
+``scoring`` and the rest, so heavy background work never delays a score."""
 import os
 
 # Before torch or numpy start their thread pools: on 2-core machines spinning OpenMP
@@ -20,9 +23,9 @@ app.conf.update(
     task_default_queue="scoring",
     task_routes={
         "submissions.tasks.score_submission": {"queue": "scoring"},
-        "submissions.tasks.compute_diagnostics": {"queue": "scoring"},
-        "benchmark.tasks.*": {"queue": "scoring"},
-        "submissions.tasks.reap_stuck_submissions": {"queue": "maintenance"},
+        "submissions.tasks.compute_diagnostics": {"queue": "maintenance"},
+        "benchmark.tasks.*": {"queue": "maintenance"},
+        "submissions.tasks.reap_stuck_submissions": {"queue": "scoring"},
     },
     # A message is acknowledged only after the task finished, and given back if the worker
     # process dies, so a killed worker never loses a submission. The database state machine

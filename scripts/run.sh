@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + one Celery worker (queues scoring, maintenance) + Celery beat, demo data loaded.
+# gunicorn + two Celery workers (scoring; maintenance and models) + Celery beat, demo data loaded.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +26,13 @@ trap stop INT TERM EXIT
 gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
   --access-logfile var/log/access.log --error-logfile - &
 pids+=($!)
-celery -A config worker -Q scoring,maintenance --concurrency "${WORKER_CONCURRENCY:-2}" \
-  --hostname "expbench@%h" --loglevel INFO &
+# Two workers: scores (and the reaper) never wait behind background work such as cue
+# discovery, skill sets or diagnostics.
+celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
+  --hostname "scoring@%h" --loglevel INFO &
+pids+=($!)
+celery -A config worker -Q maintenance,models --concurrency 1 \
+  --hostname "background@%h" --loglevel INFO &
 pids+=($!)
 celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO &
 pids+=($!)

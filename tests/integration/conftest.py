@@ -25,12 +25,12 @@ def assert_official(scores, expected):
     assert {k: f"{scores[k]:.3f}" for k in expected} == {k: f"{v:.3f}" for k, v in expected.items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def embedded_stack(tmp_path_factory):
     """SQLite + the embedded filesystem broker: the default a laptop runs."""
     stack = Stack(tmp_path_factory.mktemp("embedded")).setup()
     try:
-        stack.start_web().start_worker().start_beat()
+        stack.start_web().start_workers().start_beat()
         yield stack
     finally:
         stack.stop()

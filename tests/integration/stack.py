@@ -90,13 +90,18 @@ class Stack:
         self._wait(lambda: self._get_status("/api/tasks/") == 200, "gunicorn", "web")
         return self
 
-    def start_worker(self, name="worker", env=None, concurrency=1):
+    def start_worker(self, name="worker", env=None, concurrency=2, queues="scoring"):
         start = len(self.log_text(name))
-        self._spawn(name, [PYTHON, "-m", "celery", "-A", "config", "worker", "-Q", "scoring,maintenance",
+        self._spawn(name, [PYTHON, "-m", "celery", "-A", "config", "worker", "-Q", queues,
                            "--concurrency", str(concurrency), "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h",
                            "--loglevel", "INFO"], env=env)
         self._wait(lambda: " ready." in self.log_text(name)[start:], "celery worker", name)
         return self
+
+    def start_workers(self):
+        """As scripts/run.sh: one worker for scoring (and the reaper), one for background work."""
+        self.start_worker("worker", queues="scoring")
+        return self.start_worker("background", queues="maintenance,models", concurrency=1)
 
     def start_beat(self):
         self._spawn("beat", [PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
@@ -116,7 +121,7 @@ class Stack:
             proc = self.procs[name]
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=15)
+                proc.wait(timeout=5)  # a worker busy with background work gets killed after that
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -1,5 +1,7 @@
 """End to end through real processes: an upload is scored by a real Celery worker and shows
 on the leaderboard; a worker killed mid-scoring loses nothing; the same on PostgreSQL+Redis."""
+import time
+
 import pytest
 
 from .conftest import assert_official, sample_and_expected
@@ -28,7 +30,16 @@ def upload_and_score(stack, token):
 
 def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
     token = embedded_stack.create_user("carol", "integration-pw-1")
-    upload_and_score(embedded_stack, token)
+    submission_id = upload_and_score(embedded_stack, token)
+    # The background worker computes the diagnostics after the score.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status, body = embedded_stack.request("GET", f"/api/submissions/{submission_id}/diagnostics/", token=token)
+        if body["status"] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    assert body["status"] == "done", body
+    assert {"question_types", "linguistic_bias"} <= set(body["diagnostics"])
     # An invalid file is refused at upload and never reaches the worker.
     status, body = embedded_stack.upload(token, "expmrc-squad", b'{"unknown-id": {"answer": "", "evidence": ""}}')
     assert status == 400 and "unknown-id" in body["error"]
@@ -40,6 +51,7 @@ def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
         stack.start_web()
         # This worker holds every run open for 30 s, so it is surely killed mid-scoring.
         stack.start_worker("worker", env={"EXPBENCH_TEST_SCORING_DELAY": "30"})
+        stack.start_worker("background", queues="maintenance,models", concurrency=1)
         token = stack.create_user("dave", "integration-pw-2")
         content, expected = sample_and_expected()
         status, body = stack.upload(token, "expmrc-squad", content)
@@ -62,7 +74,7 @@ def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
 def test_postgres_and_redis_end_to_end(tmp_path, postgres_url, redis_url):
     stack = Stack(tmp_path, database_url=postgres_url, broker_url=redis_url).setup()
     try:
-        stack.start_web().start_worker().start_beat()
+        stack.start_web().start_workers().start_beat()
         assert "redis://" in stack.log_text("worker")
         token = stack.create_user("erin", "integration-pw-3")
         upload_and_score(stack, token)
