@@ -164,8 +164,39 @@ def load_demo(data_dir=None, log=print):
         if kind == Task.MULTICHOICE and not created and "icq" not in (test_set.diagnostics or {}):
             schedule_dataset_diagnostics(task)
             log(f"{slug}: ICQ cue discovery queued for a worker")
-    load_checklist_demo(Path(data_dir).parent / "skills", log)
+    shared = Path(settings.SHARED_DATA_DIR)
+    if data_dir.resolve() == (shared / "expmrc").resolve():
+        # The CheckList and QUACKIE demos come with the shared data only (no bundled fixture).
+        load_checklist_demo(shared / "skills", log)
+        load_quackie_demo(shared, log)
     return benchmark
+
+
+def load_quackie_demo(shared_data, log):
+    """QUACKIE: the official published boards, an interpretation set built from the ExpMRC
+    SQuAD dev data, and a demo track with the locally trained answerability classifier."""
+    from . import quackie_tracks
+
+    results = shared_data / "quackie" / "results.json"
+    if results.exists():
+        boards = quackie_tracks.load_published_results(results)
+        log(f"quackie: {len(boards)} published boards from {results.name}")
+    squad = shared_data / "expmrc" / "expmrc-squad-dev.json"
+    if not squad.exists():
+        return
+    iset, created = quackie_tracks.import_quackie(squad, name="expmrc-squad-dev", version="1")
+    log(f"quackie: interpretation set {iset} ({iset.n_samples} samples) {'imported' if created else 'already present'}")
+    model_dir = quackie_tracks.demo_model_dir()
+    if not (model_dir / "config.json").exists():
+        log("quackie: no demo classifier yet, so no demo track. Train one (about 10 minutes on 2 cores) with:\n"
+            f"  python manage.py train_answerability_classifier --data {squad} --out {model_dir}\n"
+            "  then run load_demo again")
+        return
+    model = quackie_tracks.register_model(slug="minilm-answerability", name="MiniLM answerability (demo)",
+                                          kind="classification", path=model_dir,
+                                          description="all-MiniLM-L6-v2 fine-tuned by train_answerability_classifier")
+    track = quackie_tracks.create_track(iset, model)
+    log(f"quackie: track {track.task.slug} ({track.status}; inclusion flags computed by the models worker)")
 
 
 def load_checklist_demo(skills_dir, log):

@@ -4,6 +4,9 @@ import hashlib
 
 from .models import ReportedResult
 
+# Built-in baselines run by the server are submissions of this system account.
+BASELINES_USERNAME = "expbench-baselines"
+
 
 def leaderboard_rows(task):
     from submissions.selectors import public_scored_submissions
@@ -24,6 +27,8 @@ def leaderboard_rows(task):
             "kind": reported.kind,
             "source": reported.source,
             "submission_id": None,
+            "fails": None,
+            "baseline": reported.kind == ReportedResult.BASELINE,
         }
         (pinned if reported.kind == ReportedResult.HUMAN else ranked).append(row)
 
@@ -42,10 +47,12 @@ def leaderboard_rows(task):
                 "kind": "submission",
                 "source": "",
                 "submission_id": sub.pk,
+                "fails": (sub.details or {}).get("quackie", {}).get("fails"),
+                "baseline": sub.user.username == BASELINES_USERNAME,
             }
         )
     # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first.
-    ranked.sort(key=lambda row: -float(row["scores"].get(metric, 0.0)))
+    ranked.sort(key=lambda row: -float(row["scores"].get(metric) or 0.0))
     previous = None
     for position, row in enumerate(ranked, start=1):
         value = row["scores"].get(metric)
@@ -72,10 +79,12 @@ def add_tiers(task, ranked):
     key = f"tiers:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()
     tiers = cache.get(key)
     if tiers is None:
-        column = len(task.metric_columns) - 1  # the primary metric is the last column
+        column = task.primary_index
         items = item_scores_of(ids)
         tiers = significance_tiers(
-            [[r[column] for r in items[row["submission_id"]]] if row["submission_id"] else None for row in ranked],
+            # A failed item (None: e.g. a QUACKIE sample whose scores failed) counts as 0 here.
+            [[r[column] or 0.0 for r in items[row["submission_id"]]] if row["submission_id"] else None
+             for row in ranked],
             alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
         )
         cache.set(key, tiers, 3600)

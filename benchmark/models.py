@@ -55,8 +55,18 @@ class Task(models.Model):
 
     @property
     def primary_metric(self):
-        """The metric leaderboards rank by: the last of the metric columns."""
-        return self.metric_columns[-1][0]
+        """The metric leaderboards rank by (higher is better)."""
+        return {self.INTERPRETATION: "iou"}.get(self.kind, self.metric_columns[-1][0])
+
+    @property
+    def primary_index(self):
+        """Position of the primary metric in metric_columns (and in per-item score rows)."""
+        return [key for key, _ in self.metric_columns].index(self.primary_metric)
+
+    @property
+    def metric_decimals(self):
+        """Display precision: QUACKIE's official board shows 2 decimals, the others 3."""
+        return 2 if self.kind == self.INTERPRETATION else 3
 
     @property
     def answer_metric(self):
@@ -69,6 +79,10 @@ class Task(models.Model):
             return [("accuracy", "Accuracy")]
         if self.kind == self.CHECKLIST:
             return [("pass_rate", "Cases passed (%)")]
+        if self.kind == self.INTERPRETATION:
+            # Official IoU/HPD/SNR on the binarised top-1 vector, then the extended columns
+            # computed on the raw scores (what the paper's text describes).
+            return [("iou", "IoU"), ("hpd", "HPD"), ("snr", "SNR"), ("hpd_rank", "HPD (rank)"), ("snr_raw", "SNR (raw)")]
         answer_label = "Answer Acc" if self.kind == self.MULTICHOICE else "Answer F1"
         return [
             (self.answer_metric, answer_label),
@@ -179,3 +193,65 @@ class SkillVariant(models.Model):
 
     def __str__(self):
         return f"{self.test_set} {self.skill} ({self.status})"
+
+
+class HostedModel(models.Model):
+    """A model the server runs for QUACKIE tracks, loaded from a local path only
+    (``from_pretrained(path, local_files_only=True)``)."""
+
+    CLASSIFICATION, QA = "classification", "qa"
+    KIND_CHOICES = [(CLASSIFICATION, "Answerability classifier (class 1 = answerable)"),
+                    (QA, "Extractive QA model (answerability from span scores)")]
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES)
+    path = models.CharField(max_length=500, help_text="Local directory with config, weights and tokenizer.")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.name} ({self.kind})"
+
+
+class InterpretationSet(models.Model):
+    """A hidden QUACKIE set built from SQuAD-format data: per sample the question, context,
+    frozen sentences and ground-truth candidates (official findanswer arithmetic)."""
+
+    name = models.SlugField()
+    version = models.CharField(max_length=50)
+    checksum = models.CharField(max_length=64)
+    source_name = models.CharField(max_length=255, blank=True)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    n_samples = models.PositiveIntegerField()
+    stats = models.JSONField(default=dict, blank=True)
+    # Server-side only, like TestSet.gold.
+    samples = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="unique_interpretation_set")]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class Track(models.Model):
+    """A QUACKIE track = (interpretation set, hosted model) = one task. The samples a track
+    scores depend on the model (<= 512 tokens with its tokenizer, model says answerable), so
+    the inclusion flags are computed per track by a worker on the ``models`` queue."""
+
+    PENDING, RUNNING, READY, FAILED = "pending", "running", "ready", "failed"
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="track")
+    interpretation_set = models.ForeignKey(InterpretationSet, on_delete=models.PROTECT, related_name="tracks")
+    hosted_model = models.ForeignKey(HostedModel, on_delete=models.PROTECT, related_name="tracks")
+    status = models.CharField(max_length=10, default=PENDING)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    n_included = models.PositiveIntegerField(default=0)
+    exclusions = models.JSONField(default=dict, blank=True, help_text="counts per exclusion reason")
+    inclusion = models.JSONField(default=dict, blank=True)  # {sample_id: {"tokens", "answerable", "included"}}
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"track {self.task.slug} ({self.status})"

@@ -39,3 +39,26 @@ def build_skill_sets(test_set_id):
         skill_sets.set_progress(test_set, status="failed")
         return "failed"
     return statuses
+
+
+@shared_task(name="benchmark.tasks.compute_track_inclusion", acks_late=True)
+def compute_track_inclusion(track_id):
+    import os
+
+    import torch
+
+    from . import quackie_tracks
+    from .models import Track
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    torch.set_num_threads(2)
+    track = Track.objects.select_related("task", "hosted_model", "interpretation_set").filter(pk=track_id).first()
+    if track is None:
+        return "gone"
+    try:
+        return f"{quackie_tracks.compute_inclusion(track)} samples included"
+    except Exception as exc:
+        log.error("inclusion flags of track %s failed: %s", track_id, type(exc).__name__)
+        Track.objects.filter(pk=track_id).update(status=Track.FAILED,
+                                                 error=f"{type(exc).__name__} while running the hosted model")
+        return "failed"

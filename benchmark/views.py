@@ -37,19 +37,23 @@ def table_rows(task, rows):
                 "half": (ci[1] - ci[0]) / 2 if ci else None,
                 "primary": key == task.primary_metric,
             })
-        yield {**row, "cells": cells}
+        yield {**row, "cells": cells, "primary_cell": cells[task.primary_index]}
 
 
 def task_leaderboard(request, slug):
     task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
     test_set = task.current_test_set()
     rows = list(table_rows(task, leaderboard_rows(task)))
+    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
     return render(request, "benchmark/leaderboard.html", {
+        "track": track,
+        "refresh": track is not None and track.status in ("pending", "running"),
         "cues": cue_table(test_set),
         "task": task,
         "test_set": test_set,
         "rows": rows,
         "columns": task.metric_columns,
+        "primary_label": dict(task.metric_columns)[task.primary_metric],
         "has_submissions": any(r["kind"] == "submission" for r in rows),
     })
 

@@ -218,5 +218,9 @@ import json as _json  # noqa: E402
 
 TRANSLATION_MODELS = _json.loads(os.environ.get("TRANSLATION_MODELS", "{}") or "{}")
 
+# Hosted models (QUACKIE) live here by default; the demo classifier is trained into
+# <models>/answerability-minilm by `manage.py train_answerability_classifier`.
+EXPBENCH_MODELS_DIR = Path(os.environ.get("EXPBENCH_MODELS_DIR", VAR_DIR / "models"))
+
 # Where demo data lives (the ExpMRC dev sets play the hidden test sets).
 SHARED_DATA_DIR = Path(os.environ.get("EXPBENCH_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))

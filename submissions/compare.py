@@ -52,9 +52,9 @@ def compare(a, b):
                         "difference": va - vb if va is not None and vb is not None else None})
     paired = {"applicable": False, "note": "The two entries were scored on different test sets."}
     if same_items:
-        column = len(a.task.metric_columns) - 1
+        column = a.task.primary_index
         items = dict(Submission.objects.filter(pk__in=[a.pk, b.pk]).values_list("pk", "item_scores"))
-        p = paired_test([r[column] for r in items[a.pk]], [r[column] for r in items[b.pk]],
+        p = paired_test([r[column] or 0.0 for r in items[a.pk]], [r[column] or 0.0 for r in items[b.pk]],
                         n_resamples=settings.TIER_RESAMPLES, seed=0)
         paired = {"applicable": True, "metric": a.task.primary_metric, "p_value": p, "significant": p < 0.05,
                   "test": "paired sign-flip permutation on per-question scores (two-sided)"}

@@ -138,6 +138,33 @@ class ChecklistScorer:
         )
 
 
+class InterpretationScorer:
+    """QUACKIE score files {sample_id: [one float per frozen sentence]} (SPEC §6): official
+    IoU/HPD/SNR on the binarised top-1 vector plus the extended raw-score columns; a sample
+    whose list has the wrong length, holds NaN or is missing is a counted fail."""
+
+    version = "quackie-1"
+    METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
+
+    def parse(self, raw, test_set, *, max_bytes):
+        from scoring import quackie
+
+        return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
+
+    def score(self, task, test_set, predictions):
+        from scoring import quackie
+
+        result = quackie.score(test_set.gold, predictions)
+        summary = {"IoU": "iou", "HPD": "hpd", "SNR": "snr", "HPD_rank": "hpd_rank", "SNR_raw": "snr_raw"}
+        scores = {key: (100.0 * result[name] if result[name] is not None else None) for name, key in summary.items()}
+        rows = [[sample.get(metric) for metric in self.METRICS] for sample in result["per_sample"]]
+        return ScoredRun(
+            scores=scores, item_rows=rows, total=result["n"], unanswered=sum(
+                1 for sample_id in test_set.gold if sample_id not in predictions),
+            details={"quackie": {key: result[key] for key in ("fails", "no_snr", "n", "IoU_std", "HPD_std", "SNR_std")}},
+        )
+
+
 def _plain(pairs):
     """A JsonObject (list of pairs, duplicates kept) back to plain JSON values."""
     from scoring.uploads import JsonObject
@@ -155,7 +182,7 @@ def _skill_order(name):
 
 
 _BY_TASK_KIND = {"span": ExpmrcScorer(), "multichoice": ExpmrcScorer(), "classification": ClassificationScorer(),
-                 "checklist": ChecklistScorer()}
+                 "checklist": ChecklistScorer(), "interpretation": InterpretationScorer()}
 _SKILLS = SkillsScorer()
 
 

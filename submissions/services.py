@@ -59,7 +59,7 @@ def quota_status(user, task):
 
 
 def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True,
-                       kind=Submission.PREDICTIONS):
+                       kind=Submission.PREDICTIONS, enforce_quota=True):
     """Validate an uploaded prediction file and create the submission.
 
     Returns the Submission: ``queued`` when the file is valid (scoring is sent after commit),
@@ -117,7 +117,7 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
         # check (PostgreSQL: row lock; SQLite: IMMEDIATE transactions serialise writers).
         Task.objects.select_for_update().get(pk=task.pk)
         quota = quota_status(user, task)
-        if quota["remaining"] <= 0:
+        if enforce_quota and quota["remaining"] <= 0:
             raise QuotaExceeded(
                 f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}. "
                 f"It resets at {quota['resets_at']:%Y-%m-%d %H:%M} UTC."
@@ -171,11 +171,19 @@ def run_scoring(submission):
 
 
 def confidence_intervals(task, item_rows):
-    """95% bootstrap CI per metric (0-100 scale), one resample matrix for all metrics."""
+    """95% bootstrap CI per metric (0-100 scale). Metrics defined on every item share one
+    resample matrix; a metric with undefined items (None, e.g. QUACKIE fails or an undefined
+    SNR) is resampled over its defined items only, like its mean."""
     keys = [key for key, _ in task.metric_columns]
-    per_metric = {key: [row[i] * 100 for row in item_rows] for i, key in enumerate(keys)}
-    cis = stats.bootstrap_cis(per_metric, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
-    return {key: list(bounds) for key, bounds in cis.items()}
+    per_metric = {key: [row[i] for row in item_rows] for i, key in enumerate(keys)}
+    complete = {k: [v * 100 for v in values] for k, values in per_metric.items() if None not in values}
+    cis = {k: list(b) for k, b in stats.bootstrap_cis(complete, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0).items()}
+    for key, values in per_metric.items():
+        if key not in complete:
+            defined = [v * 100 for v in values if v is not None]
+            cis[key] = list(stats.bootstrap_ci(defined, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
+    # No defined item: no interval (JSON null; PostgreSQL's jsonb refuses NaN).
+    return {key: bounds if all(b == b for b in bounds) else None for key, bounds in cis.items()}
 
 
 def cancel(submission):

@@ -1,0 +1,25 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.models import HostedModel, InterpretationSet
+from benchmark.quackie_tracks import compute_inclusion, create_track
+
+
+class Command(BaseCommand):
+    help = ("Create the QUACKIE track (task quackie-<set>-<model>) of an interpretation set and a hosted model; "
+            "the inclusion flags are computed by a worker on the models queue, or here with --now.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--set", required=True, help="interpretation set name (latest version)")
+        parser.add_argument("--model", required=True, help="hosted model slug")
+        parser.add_argument("--now", action="store_true", help="compute the inclusion flags in this process")
+
+    def handle(self, *args, **opts):
+        iset = InterpretationSet.objects.filter(name=opts["set"]).order_by("-imported_at").first()
+        model = HostedModel.objects.filter(slug=opts["model"]).first()
+        if iset is None or model is None:
+            raise CommandError("unknown " + ("interpretation set" if iset is None else "hosted model"))
+        track = create_track(iset, model)
+        self.stdout.write(f"track {track.task.slug} ({track.status})")
+        if opts["now"]:
+            included = compute_inclusion(track, progress=lambda d, t: self.stdout.write(f"\r  {d}/{t}", ending=""))
+            self.stdout.write(f"\n{track.task.slug}: {included} of {iset.n_samples} samples included")
