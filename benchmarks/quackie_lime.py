@@ -1,0 +1,150 @@
+"""LIME-100 seconds per sample: our harness vs the lime package called the plain way.
+
+Run: .venv/bin/python benchmarks/quackie_lime.py [--samples 6] [--batch-size 8]
+     [--threads 2] [--model DIR --kind classification|qa]
+
+Model: the trained demo classifier var/models/answerability-minilm when it exists, else a tiny
+random BERT classifier built on the fly (the output says which). Samples: the first N questions
+of the ExpMRC SQuAD dev set (../shared/data/expmrc) that fit in 512 tokens, sentences from the
+vendored Punkt model.
+
+Both sides explain P(answerable) of the same hosted model on the same samples with 100
+perturbations and map the word weights to sentences the same way (sum):
+  - ours: scoring.interpreters.interpret("LIME_100_sum", ...): LimeTextExplainer with a seeded
+    random_state, every perturbed context of a sample de-duplicated and sent through the model's
+    batched predict_proba (batches of --batch-size, similar lengths grouped together);
+  - theirs: LimeTextExplainer() with all defaults and a classifier function that calls
+    predict_proba once per perturbed text (no batching), as a straightforward user would.
+One warm-up sample per side is not timed; the order of the two sides alternates per sample.
+A consistency check (untimed) re-runs the plain way with our random_state on the first sample
+and prints the largest difference of the word weights (batching must not change the result).
+The last line is `ratio: <theirs / ours>` (seconds per sample).
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SQUAD_DEV = REPO.parent / "shared" / "data" / "expmrc" / "expmrc-squad-dev.json"
+DEMO_MODEL = REPO / "var" / "models" / "answerability-minilm"
+sys.path.insert(0, str(REPO))
+
+from scoring import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
+from scoring import interpreters  # noqa: E402
+from scoring.hosted_model import load_hosted_model  # noqa: E402
+from scoring.tiny_models import build_tiny_classifier  # noqa: E402
+
+N_PERTURBATIONS = 100
+
+
+def load_samples(model, count: int):
+    import nltk
+
+    data = json.loads(SQUAD_DEV.read_text(encoding="utf-8"))
+    samples = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                if model.n_tokens(qa["question"], context) <= 512:
+                    samples.append((qa["question"], context, nltk.sent_tokenize(context)))
+                if len(samples) >= count + 1:  # + 1 warm-up sample
+                    return samples
+    return samples
+
+
+def ours(model, question, context, sentences):
+    return interpreters.interpret(f"LIME_{N_PERTURBATIONS}_sum", model, question, context,
+                                  sentences, seed=0)
+
+
+def plain_weights(model, question, context, random_state=None):
+    from lime.lime_text import LimeTextExplainer
+
+    def classifier_fn(texts):  # one model call per perturbed text
+        return np.vstack([model.predict_proba(question, text) for text in texts])
+
+    explainer = LimeTextExplainer(random_state=random_state)
+    explanation = explainer.explain_instance(context, classifier_fn, num_samples=N_PERTURBATIONS)
+    return dict(explanation.as_list(label=1))
+
+
+def theirs(model, question, context, sentences):
+    weights = plain_weights(model, question, context)
+    return interpreters.words_to_sentences(weights, sentences, "sum")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=6)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--kind", default="classification", choices=["classification", "qa"])
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    scratch = None
+    if args.model is not None:
+        path, label = args.model, f"{args.model} ({args.kind})"
+    elif (DEMO_MODEL / "config.json").is_file():
+        path = DEMO_MODEL
+        label = "trained demo classifier var/models/answerability-minilm (MiniLM-L6)"
+    else:
+        scratch = tempfile.TemporaryDirectory()
+        path = build_tiny_classifier(Path(scratch.name) / "tiny")
+        label = "tiny random BERT classifier (var/models/answerability-minilm not trained yet)"
+    model = load_hosted_model(path, args.kind, batch_size=args.batch_size)
+    samples = load_samples(model, args.samples)
+    warm_up, timed = samples[0], samples[1:]
+    print(f"model: {label}; batch size {args.batch_size}; torch threads {args.threads}")
+    tokens = [model.n_tokens(q, c) for q, c, _ in timed]
+    print(f"samples: {len(timed)} SQuAD dev questions, {statistics.mean(tokens):.0f} tokens "
+          f"on average; LIME with {N_PERTURBATIONS} perturbations")
+
+    ours(model, *warm_up)
+    theirs(model, *warm_up)
+    seconds = {"ours": [], "theirs": []}
+    sides = [("ours", ours), ("theirs", theirs)]
+    for i, sample in enumerate(timed):
+        for name, function in (sides if i % 2 == 0 else sides[::-1]):
+            started = time.perf_counter()
+            scores = function(model, *sample)
+            seconds[name].append(time.perf_counter() - started)
+            assert len(scores) == len(sample[2])
+
+    question, context, _ = timed[0]
+    batched = interpreters.lime_word_weights(model, question, context, N_PERTURBATIONS, seed=0)
+    plain = plain_weights(model, question, context,
+                          random_state=interpreters.sample_seed(0, question))
+    diff = max(abs(batched.get(w, 0.0) - plain.get(w, 0.0)) for w in set(batched) | set(plain))
+    print(f"consistency: same random_state, batched vs one-by-one word weights: "
+          f"max |diff| = {diff:.2e} over {len(set(batched) | set(plain))} words")
+
+    ours_s = statistics.mean(seconds["ours"])
+    theirs_s = statistics.mean(seconds["theirs"])
+    print(f"ours   (batched predict_proba):        {ours_s:.3f} s/sample "
+          f"(min {min(seconds['ours']):.3f}, max {max(seconds['ours']):.3f})")
+    print(f"theirs (lime defaults, one call/text): {theirs_s:.3f} s/sample "
+          f"(min {min(seconds['theirs']):.3f}, max {max(seconds['theirs']):.3f})")
+    print(f"ratio: {theirs_s / ours_s:.2f}")
+    if scratch is not None:
+        scratch.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Hosted models with the official QUACKIE wrapper interface (reference quackie.md §2, §5).
+
+Pure torch + transformers, no Django. A hosted model is either
+
+* ``"classification"``: a 2-label sequence classifier, ``P = softmax(logits)``, class 1 =
+  answerable, fed ``(question, context)`` in that order (QUACKIE's order), or
+* ``"qa"``: an extractive QA model with start/end logits s, e over the L input positions;
+  ``P(i, j) = softmax(s)_i * softmax(e)_j`` (the official single softmax over all L^2 sums
+  ``s_i + e_j`` is exactly this product) and ``P(answer)`` is the mass of valid spans
+  (``j >= i``) that start inside the context (``i >= c0``, c0 = first token with
+  token_type_id 1). Padding is **not** masked, as officially, so a QA model's numbers depend
+  slightly on how a batch is padded.
+
+``HostedModel`` offers ``predict``, ``predict_proba`` (str or lists, batched), ``tokenizer``,
+``network``, ``device`` and the differentiable ``predict_proba_torch(embeddings, input_dict)``
+where ``embeddings`` replaces the output of the model's embeddings module (word + position +
+token type, after its LayerNorm), which is what captum attributes to.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+# Spinning OpenMP threads make small ops 15-50x slower on 2 cores; only effective when this
+# module is what first imports torch (libgomp reads it at load time).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+KINDS = ("classification", "qa")
+NETWORK_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+MAX_TOKENS = 512
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence transformers' progress bars and info/warning logs (loading, saving) for a while."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+class ModelLoadError(ValueError):
+    """The path does not hold a usable model of the requested kind."""
+
+
+def qa_answer_probability(start_logits: torch.Tensor, end_logits: torch.Tensor,
+                          context_start) -> torch.Tensor:
+    """P(answer) per row from (N, L) start/end logits and each row's first context index c0.
+
+    ``sum over i >= c0, j >= i of softmax(s)_i softmax(e)_j`` (padding included, not masked).
+    Differentiable. Uniform logits with L=8, c0=4 give 10/64.
+    """
+    start_logits = torch.as_tensor(start_logits)
+    end_logits = torch.as_tensor(end_logits)
+    if start_logits.dim() == 1:
+        start_logits, end_logits = start_logits[None], end_logits[None]
+    length = start_logits.shape[-1]
+    p_start = torch.softmax(start_logits.float(), dim=-1)
+    p_end = torch.softmax(end_logits.float(), dim=-1)
+    # tail[i] = sum_{j >= i} p_end[j]
+    tail = torch.flip(torch.cumsum(torch.flip(p_end, dims=[-1]), dim=-1), dims=[-1])
+    c0 = torch.as_tensor(context_start, device=start_logits.device).reshape(-1, 1)
+    in_context = torch.arange(length, device=start_logits.device)[None, :] >= c0
+    return (p_start * tail * in_context).sum(dim=-1).clamp(0.0, 1.0)
+
+
+def _as_lists(questions, contexts) -> tuple[list[str], list[str]]:
+    q_list = [questions] if isinstance(questions, str) else list(questions)
+    c_list = [contexts] if isinstance(contexts, str) else list(contexts)
+    if len(q_list) == 1 and len(c_list) > 1:  # a fixed question against many contexts
+        q_list = q_list * len(c_list)
+    elif len(c_list) == 1 and len(q_list) > 1:
+        c_list = c_list * len(q_list)
+    if len(q_list) != len(c_list):
+        raise ValueError(f"{len(q_list)} questions but {len(c_list)} contexts")
+    return q_list, c_list
+
+
+class HostedModel:
+    """The official QUACKIE model interface around a local transformers model."""
+
+    def __init__(self, tokenizer, network, kind: str, *, device="cpu", batch_size: int = 8,
+                 path: str | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        self.kind = kind
+        self.tokenizer = tokenizer
+        self.device = torch.device(device)
+        self.network = network.to(self.device).eval()
+        self.batch_size = max(1, int(batch_size))
+        self.path = path
+        max_positions = getattr(network.config, "max_position_embeddings", MAX_TOKENS) or MAX_TOKENS
+        self.max_length = min(MAX_TOKENS, int(max_positions))
+
+    def __repr__(self) -> str:
+        return f"HostedModel(kind={self.kind!r}, path={self.path!r})"
+
+    # ------------------------------------------------------------------ tokenization
+
+    def encode(self, questions, contexts, *, offsets: bool = False):
+        """Tokenizer output for (question, context) pairs as torch tensors on the device."""
+        q_list, c_list = _as_lists(questions, contexts)
+        encoding = self.tokenizer(q_list, c_list, padding=True, truncation=True,
+                                  max_length=self.max_length, return_tensors="pt",
+                                  return_offsets_mapping=offsets)
+        return encoding.to(self.device)
+
+    def n_tokens(self, question: str, context: str) -> int:
+        """``len(tokenizer.encode(question, context))``, special tokens included, untruncated."""
+        return len(self.tokenizer(question, context, truncation=False, verbose=False)["input_ids"])
+
+    def context_start(self, input_dict) -> torch.Tensor:
+        """Per row, the first context index c0 (first token_type_id 1; else sequence id 1)."""
+        input_ids = input_dict["input_ids"]
+        token_type_ids = input_dict.get("token_type_ids") if hasattr(input_dict, "get") else None
+        if token_type_ids is not None and bool((token_type_ids == 1).any()):
+            ones = token_type_ids == 1
+        elif hasattr(input_dict, "sequence_ids"):
+            rows = [[sid == 1 for sid in input_dict.sequence_ids(i)] for i in range(len(input_ids))]
+            ones = torch.tensor(rows, dtype=torch.bool, device=input_ids.device)
+        else:
+            raise ValueError("cannot locate the context: no token_type_ids and no sequence ids")
+        length = ones.shape[-1]
+        first = torch.where(ones.any(dim=-1), ones.float().argmax(dim=-1),
+                            torch.full((ones.shape[0],), length, device=ones.device))
+        return first
+
+    @staticmethod
+    def network_inputs(input_dict) -> dict:
+        return {key: input_dict[key] for key in NETWORK_KEYS
+                if key in input_dict and input_dict[key] is not None}
+
+    # ------------------------------------------------------------------ probabilities
+
+    def _answer_probability(self, outputs, input_dict) -> torch.Tensor:
+        if self.kind == "classification":
+            return torch.softmax(outputs.logits.float(), dim=-1)[:, 1]
+        return qa_answer_probability(outputs.start_logits, outputs.end_logits,
+                                     self.context_start(input_dict))
+
+    def predict_proba(self, questions, contexts) -> np.ndarray:
+        """(N, 2) array ``[P(no answer), P(answer)]``, computed in batches of ``batch_size``."""
+        q_list, c_list = _as_lists(questions, contexts)
+        n = len(q_list)
+        result = np.zeros((n, 2), dtype=np.float64)
+        if n == 0:
+            return result
+        order = list(range(n))
+        if self.kind == "classification":
+            # padding is masked here, so grouping similar lengths only saves time
+            order.sort(key=lambda i: len(q_list[i]) + len(c_list[i]))
+        with torch.inference_mode():
+            for start in range(0, n, self.batch_size):
+                index = order[start:start + self.batch_size]
+                encoding = self.encode([q_list[i] for i in index], [c_list[i] for i in index])
+                outputs = self.network(**self.network_inputs(encoding))
+                p_answer = self._answer_probability(outputs, encoding).double().cpu().numpy()
+                result[index, 1] = p_answer
+                result[index, 0] = 1.0 - p_answer
+        return result
+
+    def predict(self, questions, contexts) -> np.ndarray:
+        """0/1 ints: 1 where P(answer) > 0.5 (argmax for the classifier)."""
+        return (self.predict_proba(questions, contexts)[:, 1] > 0.5).astype(int)
+
+    # ------------------------------------------------------------------ gradients
+
+    @property
+    def embeddings_module(self) -> torch.nn.Module:
+        module = getattr(self.network.base_model, "embeddings", None)
+        if module is None:
+            raise ModelLoadError(f"{type(self.network).__name__} has no embeddings module")
+        return module
+
+    def embed(self, input_dict) -> torch.Tensor:
+        """The embeddings module's output for ``input_dict`` (no gradient)."""
+        captured = []
+        handle = self.embeddings_module.register_forward_hook(
+            lambda _module, _args, output: captured.append(output))
+        try:
+            with torch.no_grad():
+                self.network(**self.network_inputs(input_dict))
+        finally:
+            handle.remove()
+        return captured[0].detach()
+
+    def predict_proba_torch(self, embeddings: torch.Tensor, input_dict) -> torch.Tensor:
+        """Differentiable P(answer), shape (B,), with ``embeddings`` (B, L, H) used in place of
+        the embeddings module's output. ``input_dict`` (tokenizer output) supplies the attention
+        mask / token types and the context start; rows of batch 1 are broadcast to B."""
+        batch = embeddings.shape[0]
+        inputs = {}
+        for key, value in self.network_inputs(input_dict).items():
+            if value.shape[0] == 1 and batch > 1:
+                value = value.expand(batch, *value.shape[1:])
+            inputs[key] = value
+        handle = self.embeddings_module.register_forward_hook(
+            lambda _module, _args, _output: embeddings)
+        try:
+            outputs = self.network(**inputs)
+        finally:
+            handle.remove()
+        if self.kind == "classification":
+            return torch.softmax(outputs.logits.float(), dim=-1)[:, 1]
+        c0 = self.context_start(input_dict)
+        if c0.shape[0] == 1 and batch > 1:
+            c0 = c0.expand(batch)
+        return qa_answer_probability(outputs.start_logits, outputs.end_logits, c0)
+
+
+def load_hosted_model(path, kind: str, *, device="cpu", batch_size: int = 8) -> HostedModel:
+    """Load a local model directory as a ``HostedModel`` (never downloads)."""
+    from transformers import (AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+                              AutoTokenizer)
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{path}: no config.json (not a saved transformers model)")
+    with quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelLoadError(f"{path}: a fast tokenizer (offset mapping) is required")
+        auto = (AutoModelForSequenceClassification if kind == "classification"
+                else AutoModelForQuestionAnswering)
+        network = auto.from_pretrained(path, local_files_only=True)
+    if kind == "classification" and network.config.num_labels != 2:
+        raise ModelLoadError(f"{path}: a classification model needs 2 labels, "
+                             f"not {network.config.num_labels}")
+    return HostedModel(tokenizer, network, kind, device=device, batch_size=batch_size,
+                       path=str(path))
+

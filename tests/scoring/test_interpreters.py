@@ -1,0 +1,146 @@
+"""QUACKIE baseline interpreters on tiny random models (no downloads)."""
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import math  # noqa: E402
+
+import nltk  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from scoring import interpreters as I  # noqa: E402
+from scoring.hosted_model import load_hosted_model  # noqa: E402
+from scoring.tiny_models import build_tiny_classifier, build_tiny_qa_model  # noqa: E402
+
+torch.set_num_threads(1)
+
+QUESTION = "Where did the cat sit?"
+CONTEXT = 'The cat sat on the mat in Paris.  It was red, "very" red. Then it rained on the road.'
+SENTENCES = nltk.sent_tokenize(CONTEXT)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tiny")
+    return {
+        "classification": load_hosted_model(build_tiny_classifier(base / "cls", seed=3),
+                                            "classification", batch_size=4),
+        "qa": load_hosted_model(build_tiny_qa_model(base / "qa", seed=3), "qa", batch_size=4),
+    }
+
+
+def test_the_context_has_three_frozen_sentences():
+    assert len(SENTENCES) == 3
+
+
+def test_registry_names_follow_the_official_rows():
+    assert len(I.BASELINE_METHODS) == 15
+    assert I.BASELINE_METHODS[0] == "Random"
+    for name in ("Gradient_sum", "IntegratedGradients_50_max", "SmoothGrad_5_sum",
+                 "LIME_10_sum", "LIME_100_max", "SHAP_10_max", "SHAP_100_sum"):
+        assert name in I.BASELINE_METHODS and name in I.INTERPRETERS
+    assert I.canonical_name("IntegratedGradients_sum") == "IntegratedGradients_50_sum"
+    assert I.canonical_name("SmoothGrad_max") == "SmoothGrad_5_max"
+    with pytest.raises(KeyError):
+        I.interpret("Oracle_sum", None, QUESTION, CONTEXT, SENTENCES)
+
+
+@pytest.mark.parametrize("kind", ["classification", "qa"])
+@pytest.mark.parametrize("name", I.BASELINE_METHODS)
+def test_every_interpreter_scores_every_sentence(models, kind, name):
+    scores = I.interpret(name, models[kind], QUESTION, CONTEXT, SENTENCES)
+    assert len(scores) == len(SENTENCES)
+    assert all(isinstance(value, float) and math.isfinite(value) for value in scores)
+
+
+def test_aliases_give_the_same_scores(models):
+    model = models["classification"]
+    assert (I.interpret("IntegratedGradients_sum", model, QUESTION, CONTEXT, SENTENCES)
+            == I.interpret("IntegratedGradients_50_sum", model, QUESTION, CONTEXT, SENTENCES))
+
+
+def test_random_is_a_seeded_permutation_per_sample():
+    sentences = [f"Sentence {i}." for i in range(8)]
+    first = I.interpret("Random", None, QUESTION, " ".join(sentences), sentences, seed=5)
+    assert sorted(first) == [float(i) for i in range(8)]
+    assert first == I.interpret("Random", None, QUESTION, " ".join(sentences), sentences, seed=5)
+    others = {tuple(I.interpret("Random", None, QUESTION, "", sentences, seed=s))
+              for s in range(6)}
+    assert len(others) > 1  # the seed matters
+    by_question = {tuple(I.interpret("Random", None, f"Question {q}?", "", sentences, seed=5))
+                   for q in range(6)}
+    assert len(by_question) > 1  # so does the question
+
+
+@pytest.mark.parametrize("name", ["LIME_10_sum", "LIME_100_max", "SHAP_10_sum", "SHAP_100_max",
+                                  "SmoothGrad_5_sum"])
+def test_stochastic_interpreters_are_deterministic_with_a_seed(models, name):
+    model = models["classification"]
+    first = I.interpret(name, model, QUESTION, CONTEXT, SENTENCES, seed=7)
+    assert first == I.interpret(name, model, QUESTION, CONTEXT, SENTENCES, seed=7)
+    state = np.random.get_state()[1].copy()
+    I.interpret(name, model, QUESTION, CONTEXT, SENTENCES, seed=8)
+    assert (np.random.get_state()[1] == state).all()  # the global numpy RNG is left alone
+
+
+def test_perturbation_methods_see_a_reacting_model(models):
+    weights = I.lime_word_weights(models["classification"], QUESTION, CONTEXT, 100)
+    assert 0 < len(weights) <= 10
+    assert any(abs(value) > 1e-6 for value in weights.values())
+    shap_weights = I.shap_word_weights(models["classification"], QUESTION, CONTEXT, SENTENCES, 100)
+    assert "paris" in shap_weights and "Paris" not in shap_weights  # lower-cased features
+    assert '"' not in shap_weights and "." not in shap_weights  # punctuation always kept
+
+
+def test_sum_and_max_aggregation_on_a_hand_made_token_vector():
+    scores = [1.0, 2.0, 3.0, -1.0, 5.0, -4.0, -2.0]
+    sentence = [0, 0, 1, -1, 1, 3, 3]  # -1: a token outside every sentence (e.g. [SEP])
+    assert I.aggregate(scores, sentence, 4, "sum") == [3.0, 8.0, 0.0, -6.0]
+    assert I.aggregate(scores, sentence, 4, "max") == [2.0, 5.0, 0.0, -2.0]  # empty -> 0
+    with pytest.raises(ValueError):
+        I.aggregate(scores, sentence, 4, "mean")
+
+
+def test_sentence_spans_and_token_mapping():
+    spans = I.sentence_spans(CONTEXT, SENTENCES)
+    assert [CONTEXT[a:b] for a, b in spans] == SENTENCES
+    assert spans[1][0] == spans[0][1] + 2  # the double space belongs to no sentence
+    # edited whitespace still matches; a sentence that is absent gets an empty span
+    assert I.sentence_spans("One  two.\nThree four.", ["One two.", "Three four."]) == [
+        (0, 9), (10, 21)]
+    assert I.sentence_spans("Alpha. Beta.", ["Alpha.", "Gamma.", "Beta."]) == [
+        (0, 6), (6, 6), (7, 12)]
+    assert spans[:2] == [(0, 32), (34, 57)]
+    offsets = [(0, 3), (4, 7), (31, 32), (32, 33), (34, 36), (0, 0), (30, 35), (33, 36)]
+    assert I.token_sentence_index(offsets, spans) == [0, 0, 0, -1, 1, -1, 0, 1]
+
+
+def test_gradient_token_scores_cover_the_context_tokens(models):
+    model = models["classification"]
+    scores, offsets = I.token_attributions("gradient", model, QUESTION, CONTEXT)
+    encoding = model.tokenizer(QUESTION, CONTEXT)
+    n_context = sum(1 for sid in encoding.sequence_ids() if sid == 1)
+    assert len(scores) == n_context + 1  # the context tokens and the final [SEP]
+    assert offsets[-1] == (0, 0)
+    assert (scores >= 0).all()  # saliency takes absolute gradients
+    index = I.token_sentence_index(offsets, I.sentence_spans(CONTEXT, SENTENCES))
+    assert sorted(set(index)) == [-1, 0, 1, 2]
+    summed = I.interpret("Gradient_sum", model, QUESTION, CONTEXT, SENTENCES)
+    np.testing.assert_allclose(summed, I.aggregate(scores, index, 3, "sum"))
+
+
+def test_word_weights_to_sentences_copy_the_official_lookups():
+    sentences = ["Paris is nice.", "the paris road, paris."]
+    weights = {"paris": 2.0, "road": -1.0, "nice": 0.5}
+    # LIME: exact strings; SHAP: original-case tokens against lower-cased keys (quirk)
+    assert I.words_to_sentences(weights, sentences, "sum") == [0.5, 3.0]
+    assert I.words_to_sentences(weights, sentences, "max", lowercase_keys=True) == [0.5, 2.0]
+    assert I.words_to_sentences({"y": 1.0}, ["", "No x here"], "max") == [0.0, 0.0]
+
+
+def test_contexts_without_words_score_zero(models):
+    assert I.interpret("LIME_10_sum", models["qa"], QUESTION, "...", ["..."]) == [0.0]
+    assert I.interpret("SHAP_10_max", models["qa"], QUESTION, "... !", ["...", "!"]) == [0.0, 0.0]
