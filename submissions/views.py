@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
@@ -37,8 +38,12 @@ def submit(request, slug):
     else:
         form = PredictionUploadForm(task=task)
     status = 400 if request.method == "POST" else 200
-    return render(request, "submissions/submit.html",
-                  {"task": task, "form": form, "quota": quota, "rejected": rejected}, status=status)
+    spec = (task.current_test_set().key_spec or {}) if task.current_test_set() else {}
+    return render(request, "submissions/submit.html", {
+        "task": task, "form": form, "quota": quota, "rejected": rejected,
+        "max_bytes": settings.SUBMISSION_MAX_BYTES,
+        "letters": spec.get("option_letters", "ABCD"), "labels": spec.get("labels", []),
+    }, status=status)
 
 
 def visible_submission(request, pk):
