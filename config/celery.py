@@ -24,6 +24,7 @@ app.conf.update(
     task_routes={
         "submissions.tasks.score_submission": {"queue": "scoring"},
         "submissions.tasks.compute_diagnostics": {"queue": "maintenance"},
+        "submissions.tasks.run_code_submission": {"queue": "sandbox"},
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
         "benchmark.tasks.*": {"queue": "maintenance"},
         "submissions.tasks.reap_stuck_submissions": {"queue": "scoring"},

@@ -218,6 +218,15 @@ import json as _json  # noqa: E402
 
 TRANSLATION_MODELS = _json.loads(os.environ.get("TRANSLATION_MODELS", "{}") or "{}")
 
+# Code submissions run in a bubblewrap sandbox. SANDBOX=none runs them unsandboxed: for
+# development only, every run logs a loud warning.
+SANDBOX = os.environ.get("SANDBOX", "bwrap")
+if SANDBOX not in ("bwrap", "none"):
+    raise ValueError(f"SANDBOX must be 'bwrap' or 'none', not {SANDBOX!r}")
+CODE_MAX_BYTES = env_int("CODE_MAX_BYTES", 1_000_000)
+SANDBOX_SAMPLE_SECONDS = float(os.environ.get("SANDBOX_SAMPLE_SECONDS", 30))
+SANDBOX_TOTAL_SECONDS = float(os.environ.get("SANDBOX_TOTAL_SECONDS", 3600))
+
 # Hosted models (QUACKIE) live here by default; the demo classifier is trained into
 # <models>/answerability-minilm by `manage.py train_answerability_classifier`.
 EXPBENCH_MODELS_DIR = Path(os.environ.get("EXPBENCH_MODELS_DIR", VAR_DIR / "models"))

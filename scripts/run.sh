@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + two Celery workers (scoring; maintenance and models) + Celery beat, demo data loaded.
+# gunicorn + two Celery workers (scoring; maintenance, models and sandbox) + Celery beat, demo data loaded.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,7 @@ pids+=($!)
 celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
   --hostname "scoring@%h" --loglevel INFO &
 pids+=($!)
-celery -A config worker -Q maintenance,models --concurrency 1 \
+celery -A config worker -Q maintenance,models,sandbox --concurrency 1 \
   --hostname "background@%h" --loglevel INFO &
 pids+=($!)
 celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO &

@@ -15,7 +15,7 @@ def create_submission_response(request, task):
     form = SubmissionCreateSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
-        submission = services.submit_predictions(user=request.user, task=task, uploaded_file=form.validated_data["file"],
+        submission = services.submit(user=request.user, task=task, uploaded_file=form.validated_data["file"],
                                                  **{k: v for k, v in form.validated_data.items() if k != "file"})
     except services.SubmissionRefused as exc:
         return Response({"error": exc.message}, status=exc.status_code)

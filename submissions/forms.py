@@ -14,9 +14,20 @@ class PredictionUploadForm(forms.Form):
     method_name = forms.CharField(max_length=120, help_text="System name shown on the leaderboard.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
     url = forms.URLField(required=False, label="Paper or code URL", assume_scheme="https")
+    KIND_CHOICES_BY_TASK = {
+        "span": [("predictions", "Predictions for the hidden test set"),
+                 ("skills", "Skill predictions: original + reconstructed sets (s1–s14)")],
+        "interpretation": [("predictions", "Sentence-score file {sample_id: [floats]}"),
+                           ("code", "Interpreter code (.py, or .zip with one entry module), run in the sandbox")],
+    }
+
     def __init__(self, *args, task=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if task is None or task.kind != "span":
-            del self.fields["kind"]  # only span tasks have reconstructed skill sets
+        choices = self.KIND_CHOICES_BY_TASK.get(getattr(task, "kind", None))
+        if choices:
+            self.fields["kind"].choices = choices
+            self.fields["kind"].help_text = ""
+        else:
+            del self.fields["kind"]  # one kind of upload only
 
     public = forms.BooleanField(required=False, initial=True, label="Show on the public leaderboard once scored")

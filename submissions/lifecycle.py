@@ -18,16 +18,17 @@ from .models import ErrorCategory, Status, Submission
 log = logging.getLogger(__name__)
 
 
-def enqueue(submission_id):
+def enqueue(submission_id, kind=Submission.PREDICTIONS):
     """Send the scoring message once the surrounding transaction has committed, so a worker
     never looks for a row it cannot see yet. A broker outage leaves the submission queued;
-    the reaper sends it again later."""
+    the reaper sends it again later. Code submissions go to the sandbox queue."""
 
     def send():
-        from .tasks import score_submission
+        from .tasks import run_code_submission, score_submission
 
+        task = run_code_submission if kind == Submission.CODE else score_submission
         try:
-            score_submission.apply_async(args=[submission_id])
+            task.apply_async(args=[submission_id])
         except Exception:  # broker down: nothing is lost, the reaper retries
             log.exception("could not enqueue submission %s; the reaper will retry", submission_id)
 
@@ -37,7 +38,7 @@ def enqueue(submission_id):
 def mark_queued(submission):
     """uploaded/failed/scored -> queued, and send it to the workers after commit."""
     if submission.transition(Status.QUEUED, queued_at=timezone.now(), error_category="", error_message=""):
-        enqueue(submission.pk)
+        enqueue(submission.pk, submission.kind)
         return True
     return False
 
@@ -56,6 +57,14 @@ def start_run(submission_id):
     if not claimed:
         return None
     return Submission.objects.select_related("task", "test_set").get(pk=submission_id)
+
+
+def heartbeat(submission, **fields):
+    """A long run (sandboxed code) renews its lease and records progress, so the reaper never
+    takes a live run away. Returns False when this run no longer owns the submission."""
+    lease = timezone.now() + timedelta(seconds=settings.SCORING_LEASE_SECONDS)
+    return bool(Submission.objects.filter(pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts)
+                .update(lease_expires_at=lease, **fields))
 
 
 def _finish(submission, new_status, **fields):
@@ -114,11 +123,11 @@ def reap_stuck(now=None):
         elif Submission.objects.filter(
             pk=sub.pk, status=Status.RUNNING, attempts=sub.attempts, lease_expires_at__lt=now
         ).update(status=Status.QUEUED, queued_at=now, lease_expires_at=None):
-            enqueue(sub.pk)
+            enqueue(sub.pk, sub.kind)
             counts["requeued"] += 1
     stale = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
-    for pk in Submission.objects.filter(status=Status.QUEUED, queued_at__lt=stale).values_list("pk", flat=True):
+    for pk, kind in Submission.objects.filter(status=Status.QUEUED, queued_at__lt=stale).values_list("pk", "kind"):
         if Submission.objects.filter(pk=pk, status=Status.QUEUED, queued_at__lt=stale).update(queued_at=now):
-            enqueue(pk)
+            enqueue(pk, kind)
             counts["resent"] += 1
     return counts

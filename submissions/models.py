@@ -48,6 +48,7 @@ class ErrorCategory(models.TextChoices):
     WORKER_LOST = "worker_lost", "Scoring worker lost"
     SCORER_ERROR = "scorer_error", "Internal scoring error"
     TEST_SET_GONE = "test_set_gone", "Test set withdrawn"
+    CODE_FAILED = "code_failed", "Interpreter code failed"
 
 
 # Failures caused by the platform, not by the researcher: they are refunded (not counted
@@ -62,6 +63,8 @@ ERROR_HELP = {
     ErrorCategory.SCORER_ERROR: "The scorer failed on this file. This is our fault; it does not count "
     "against your quota and maintainers can retry it.",
     ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
+    ErrorCategory.CODE_FAILED: "Your interpreter could not run to the end in the sandbox (see the message: import "
+    "error, crash, memory or time limit, output flood). Fix it and submit again.",
 }
 
 
@@ -69,14 +72,20 @@ class IllegalTransition(Exception):
     pass
 
 
+UPLOAD_SUFFIXES = {".json", ".py", ".zip"}
+
+
 def submission_upload_path(instance, filename):
-    # Random names: uploaded files are private and never guessable.
-    return f"submissions/{instance.task_id}/{uuid.uuid4().hex}.json"
+    # Random names: uploaded files are private and never guessable. The suffix is kept (from a
+    # fixed list) because the sandbox tells a module from a zip by it.
+    suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    return f"submissions/{instance.task_id}/{uuid.uuid4().hex}{suffix if suffix in UPLOAD_SUFFIXES else '.bin'}"
 
 
 class Submission(models.Model):
-    PREDICTIONS, SKILLS = "predictions", "skills"
-    KIND_CHOICES = [(PREDICTIONS, "Prediction file"), (SKILLS, "Skill predictions (original + reconstructed sets)")]
+    PREDICTIONS, SKILLS, CODE = "predictions", "skills", "code"
+    KIND_CHOICES = [(PREDICTIONS, "Prediction file"), (SKILLS, "Skill predictions (original + reconstructed sets)"),
+                    (CODE, "Interpreter code (run in the sandbox)")]
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
     task = models.ForeignKey("benchmark.Task", on_delete=models.PROTECT, related_name="submissions")

@@ -5,8 +5,10 @@ from .models import Submission
 
 class SubmissionCreateSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True, use_url=False)
-    kind = serializers.ChoiceField(choices=[Submission.PREDICTIONS, Submission.SKILLS], default=Submission.PREDICTIONS,
-                                   help_text="skills: {\"original\": {...}, \"s1\": {...}} for span tasks")
+    kind = serializers.ChoiceField(
+        choices=[Submission.PREDICTIONS, Submission.SKILLS, Submission.CODE], default=Submission.PREDICTIONS,
+        help_text="skills: {\"original\": {...}, \"s1\": {...}} for span tasks; code: an interpreter "
+                  "(.py or .zip) for QUACKIE tracks, run in the sandbox")
     method_name = serializers.CharField(max_length=120)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     url = serializers.URLField(required=False, allow_blank=True, default="")

@@ -58,6 +58,15 @@ def quota_status(user, task):
     return {"limit": limit, "used": used, "remaining": max(limit - used, 0), "resets_at": reset}
 
 
+def submit(*, kind=Submission.PREDICTIONS, **fields):
+    """Any upload: interpreter code goes to the sandbox runner, every file to its scorer."""
+    if kind == Submission.CODE:
+        from .code_runs import submit_code
+
+        return submit_code(**fields)
+    return submit_predictions(kind=kind, **fields)
+
+
 def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True,
                        kind=Submission.PREDICTIONS, enforce_quota=True):
     """Validate an uploaded prediction file and create the submission.

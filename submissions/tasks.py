@@ -57,3 +57,20 @@ def compute_diagnostics(submission_id):
         diagnostics_status=DiagnosticsStatus.DONE, diagnostics=result
     )
     return DiagnosticsStatus.DONE
+
+
+@shared_task(name="submissions.tasks.run_code_submission", acks_late=True, reject_on_worker_lost=True)
+def run_code_submission(submission_id):
+    from . import code_runs
+
+    submission = lifecycle.start_run(submission_id)
+    if submission is None:
+        return "skipped"
+    try:
+        code_runs.run(submission)
+    except Exception as exc:
+        log.error("code submission %s: runner raised %s", submission_id, type(exc).__name__)
+        from .models import ErrorCategory
+
+        lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The sandbox runner failed; the maintainers have been told.")
+    return submission.status

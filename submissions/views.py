@@ -22,7 +22,7 @@ def submit(request, slug):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                submission = services.submit_predictions(
+                submission = services.submit(
                     user=request.user, task=task, uploaded_file=data["file"], method_name=data["method_name"],
                     description=data["description"], url=data["url"], public=data["public"],
                     kind=data.get("kind") or Submission.PREDICTIONS,
