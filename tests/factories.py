@@ -108,3 +108,20 @@ def make_task_from_gold(tmp_path, gold, slug="expmrc-squad", name="SQuAD", langu
     path.write_text(json.dumps(gold), encoding="utf-8")
     test_set, _ = import_expmrc(path, task_slug=slug, version=version, task_name=name, language=language)
     return test_set.task
+
+
+QUACKIE_SQUAD_V2 = Path(settings.BASE_DIR) / "tests" / "fixtures" / "quackie" / "squad_v2_small.json"
+
+
+def make_tiny_track(tmp_path, *, answerable=True):
+    """A ready QUACKIE track: the small SQuAD v2 fixture × a tiny random classifier built here."""
+    from benchmark import quackie_tracks
+    from scoring.tiny_models import build_tiny_classifier
+
+    iset, _ = quackie_tracks.import_quackie(QUACKIE_SQUAD_V2, name="small", version="1")
+    model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification",
+                                          path=build_tiny_classifier(tmp_path / "clf", answerable=answerable))
+    track = quackie_tracks.create_track(iset, model)
+    quackie_tracks.compute_inclusion(track)
+    track.refresh_from_db()
+    return track
