@@ -522,3 +522,16 @@ def test_pages_link_only_local_static_assets(board, alice):
     assert "/static/css/expbench.css" in seen
     for asset in seen:  # and every one of them is actually served
         assert client.get(asset).status_code == 200, asset
+
+
+def test_leaderboard_title_and_cue_section(db):
+    from benchmark import cues
+    from benchmark.models import TestSet
+
+    task = make_task("expmrc-race")
+    page = Client().get("/tasks/expmrc-race/").content.decode()
+    assert re.search(r"<title>\s*ExpMRC · RACE\+ · ExpBench\s*</title>", page)
+    assert 'id="cues"' not in page  # no cue discovery yet
+    cues.discover(TestSet.objects.get(pk=task.current_test_set().pk))
+    page = Client().get("/tasks/expmrc-race/").content.decode()
+    assert page.count('id="cues"') == 1 and "no reference (training) split" in page
