@@ -14,33 +14,6 @@ class ImportRefused(Exception):
     pass
 
 
-def expmrc_public_inputs(gold):
-    """The gold with every answer and evidence removed, by whitelist: only fields known to be
-    public are copied, so an unexpected gold field can never leak."""
-    kind = expmrc.task_kind(gold)
-    if kind == expmrc.SPAN:
-        data = [
-            {
-                "title": article.get("title", ""),
-                "paragraphs": [
-                    {
-                        **({"id": paragraph["id"]} if "id" in paragraph else {}),
-                        "context": paragraph["context"],
-                        "qas": [{"id": qa["id"], "question": qa["question"]} for qa in paragraph["qas"]],
-                    }
-                    for paragraph in article["paragraphs"]
-                ],
-            }
-            for article in gold["data"]
-        ]
-    else:
-        data = [
-            {"id": p["id"], "article": p["article"], "questions": p["questions"], "options": p["options"]}
-            for p in gold["data"]
-        ]
-    return {"version": gold["version"], "data": data}
-
-
 def load_expmrc_file(path):
     """Read and check an ExpMRC gold file. Returns (gold, sha256). Raises ImportRefused."""
     path = Path(path)
@@ -101,7 +74,7 @@ def import_expmrc(path, *, task_slug, split=TestSet.TEST, version, task_name=Non
 
     spec = expmrc.key_spec(gold)
     return _store_split(task, split, version, checksum, Path(path).name, gold, len(spec.keys),
-                        key_spec=spec.to_dict(), public_inputs=expmrc_public_inputs(gold))
+                        key_spec=spec.to_dict(), public_inputs=expmrc.public_inputs(gold))
 
 
 def read_expmrc_json(path):

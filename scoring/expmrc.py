@@ -432,3 +432,31 @@ def score_predictions(gold: dict, predictions: dict) -> ExpmrcScore:
         unanswered=unanswered,
         per_question=per_question,
     )
+
+
+# --------------------------------------------------------------------------- public inputs
+
+def public_inputs(gold: dict) -> dict:
+    """The gold with every answer and evidence removed, by whitelist: only fields known to be
+    public are copied, so an unexpected gold field can never leak."""
+    if task_kind(gold) == SPAN:
+        data = [
+            {
+                "title": article.get("title", ""),
+                "paragraphs": [
+                    {
+                        **({"id": paragraph["id"]} if "id" in paragraph else {}),
+                        "context": paragraph["context"],
+                        "qas": [{"id": qa["id"], "question": qa["question"]} for qa in paragraph["qas"]],
+                    }
+                    for paragraph in article["paragraphs"]
+                ],
+            }
+            for article in gold["data"]
+        ]
+    else:
+        data = [
+            {"id": p["id"], "article": p["article"], "questions": p["questions"], "options": p["options"]}
+            for p in gold["data"]
+        ]
+    return {"version": gold["version"], "data": data}

@@ -967,25 +967,12 @@ def build_all(gold: dict, *, language: str = EN, seed: int = 0, translation_mode
 
 
 def public_inputs(variant_gold: dict) -> dict:
-    """Titles, contexts, question ids and questions only (whitelist, like the ExpMRC inputs)."""
-    data = [
-        {
-            "title": article.get("title", ""),
-            "paragraphs": [
-                {
-                    **({"id": paragraph["id"]} if "id" in paragraph else {}),
-                    "context": paragraph["context"],
-                    "qas": [{"id": qa["id"], "question": qa["question"]} for qa in paragraph["qas"]],
-                }
-                for paragraph in article["paragraphs"]
-            ],
-        }
-        for article in variant_gold["data"]
-    ]
-    out = {"version": variant_gold["version"]}
+    """Titles, contexts, question ids and questions only: the ExpMRC whitelist, plus the skill."""
+    from .expmrc import public_inputs as expmrc_public_inputs
+
+    out = expmrc_public_inputs(variant_gold)
     if "skill" in variant_gold:
-        out["skill"] = variant_gold["skill"]
-    out["data"] = data
+        out = {"version": out["version"], "skill": variant_gold["skill"], "data": out["data"]}
     return out
 
 
