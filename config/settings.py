@@ -204,7 +204,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # shap logs its internal vectors at INFO: keep worker logs readable.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "shap": {"level": "WARNING"}},
 }
 
 if not DEBUG:
