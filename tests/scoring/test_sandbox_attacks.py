@@ -1,0 +1,353 @@
+"""Attacks on the code-submission sandbox (issue 4 item 6, SPEC §7, docs/sandbox.md).
+
+Each attack is a small submitted interpreter under tests/fixtures/sandbox/ that misbehaves only
+on questions starting with ATTACK. Every run mixes ordinary samples before and after the attack
+ones, so a per-sample failure also shows the same sandboxed child still answers; when the whole
+submission fails, a following ordinary run must still work. Every test checks that the worker
+(this test process) is alive, that the failure category is the readable one, and that the
+run's private job directory and cgroups are gone (a cgroup can only be removed once every
+process in it is dead).
+
+Skipped as a whole only where bubblewrap is not installed; where it is installed but unusable
+(no user namespaces, ...) the tests fail with the probe's reason.
+"""
+import io
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+if shutil.which("bwrap") is None:
+    pytest.skip("bubblewrap (bwrap) is not installed: the sandbox attack tests need it "
+                "(Debian: apt-get install bubblewrap)", allow_module_level=True)
+
+from scoring import sandbox  # noqa: E402
+from scoring.sandbox import SandboxLimits, run_interpreter  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "sandbox"
+SENTENCES = ["The cat sat on the mat in Paris.", "It was red.", "Then it rained on the road."]
+CONTEXT = " ".join(SENTENCES)
+LIMITS = SandboxLimits(per_sample_seconds=20, total_seconds=300)
+CANARY = f"canary-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from scoring.tiny_models import build_tiny_classifier
+
+    return build_tiny_classifier(tmp_path_factory.mktemp("attack-model") / "cls", seed=7)
+
+
+@pytest.fixture(autouse=True)
+def canary_in_the_worker_environment(monkeypatch):
+    """A secret in the worker's environment (like SECRET_KEY or DATABASE_URL would be)."""
+    monkeypatch.setenv("EXPBENCH_SANDBOX_CANARY", CANARY)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sandbox_is_usable():
+    available, reason = sandbox.sandbox_available("bwrap")
+    assert available, f"bwrap is installed but the sandbox is unusable: {reason}"
+
+
+def normal(sample_id: str) -> dict:
+    return {"id": sample_id, "question": "Where did the cat sit?", "context": CONTEXT,
+            "sentences": SENTENCES}
+
+
+def attack(sample_id: str, parameter: str) -> dict:
+    return {"id": sample_id, "question": f"ATTACK {parameter}", "context": CONTEXT,
+            "sentences": SENTENCES}
+
+
+def zipped(tmp_path: Path, fixture: str, **extra: str) -> Path:
+    """The fixture as a zip submission with extra files next to it (e.g. target_pid.txt)."""
+    path = tmp_path / f"{Path(fixture).stem}.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("interpreter.py", (FIXTURES / fixture).read_bytes())
+        for name, data in extra.items():
+            archive.writestr(name.replace("_txt", ".txt"), data)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def run(code, model_dir, attacks: dict[str, str], limits=LIMITS):
+    """Ordinary sample, the attacks, ordinary sample."""
+    batch = [normal("before")] + [attack(k, v) for k, v in attacks.items()] + [normal("after")]
+    code = code if isinstance(code, Path) else FIXTURES / code
+    result = run_interpreter(code, model_dir, "classification", batch, limits=limits)
+    assert_worker_survived(result)
+    return result
+
+
+def assert_worker_survived(result):
+    os.kill(os.getpid(), 0)  # the worker (this process) is alive and can still signal itself
+    assert result.job, result
+    assert not (Path(tempfile.gettempdir()) / result.job).exists(), "job directory left"
+    if os.geteuid() == 0:
+        for controller in ("pids", "memory"):
+            parent = sandbox.CGROUP_ROOT / controller / sandbox.CGROUP_PARENT
+            if parent.is_dir():
+                left = [p.name for p in parent.iterdir() if p.name.startswith(result.job)]
+                assert not left, f"cgroup left (processes survived): {left}"
+    everything = result.stderr + "".join(result.failure_details.values()) + result.message
+    assert CANARY not in everything
+
+
+def assert_scored(result, *ids):
+    for sample_id in ids:
+        assert sample_id in result.scores, (sample_id, result.failures, result.message)
+        assert len(result.scores[sample_id]) == len(SENTENCES)
+
+
+def assert_following_run_works(model_dir):
+    result = run_interpreter(FIXTURES / "good.py", model_dir, "classification",
+                             [normal("next-1"), normal("next-2")], limits=LIMITS)
+    assert_worker_survived(result)
+    assert result.status == "ok", (result.message, result.stderr)
+    assert_scored(result, "next-1", "next-2")
+
+
+def detail(result, sample_id) -> str:
+    return result.failure_details[sample_id]
+
+
+# --------------------------------------------------------------------------- network
+
+def test_no_connection_to_host_services(model_dir):
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # reachable from here
+        listener.accept()[0].close()
+        result = run("net_connect.py", model_dir,
+                     {"redis": "6379", "postgres": "5432", "listener": str(port)})
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever arrived from the sandbox
+    finally:
+        listener.close()
+    assert result.status == "ok"
+    for sample_id in ("redis", "postgres", "listener"):
+        assert result.failures[sample_id] == "exception"
+        text = detail(result, sample_id)
+        assert text.startswith(("ConnectionRefusedError", "OSError: [Errno 101]")), text
+        assert "LEAK" not in text
+    assert_scored(result, "before", "after")
+
+
+# --------------------------------------------------------------------------- files and /proc
+
+def test_database_gold_settings_and_other_submissions_are_not_there(model_dir, tmp_path):
+    stand_ins = {"db": tmp_path / "expbench.sqlite3", "gold": tmp_path / "gold.json",
+                 "other": tmp_path / "other_submission.py"}
+    for path in stand_ins.values():
+        path.write_text(f"SECRET {CANARY}")
+    settings = REPO / "config" / "settings.py"
+    assert settings.is_file()
+    targets = {name: str(path) for name, path in stand_ins.items()}
+    targets.update({"settings": str(settings), "repo_db": str(REPO / "var" / "expbench.sqlite3"),
+                    "secret_key": str(REPO / "var" / "secret_key"),
+                    "media": str(REPO / "var" / "media"), "root_home": "/root/.bashrc",
+                    "passwd": "/etc/passwd", "cgroups": "/sys/fs/cgroup/pids/pids.max",
+                    "repo_gold": str(REPO / "tests" / "fixtures" / "quackie" / "gold.json")})
+    result = run("read_file.py", model_dir, targets)
+    assert result.status == "ok"
+    for sample_id, target in targets.items():
+        assert result.failures[sample_id] == "exception", sample_id
+        text = detail(result, sample_id)
+        assert text.startswith(("FileNotFoundError", "IsADirectoryError")), (target, text)
+        assert "Leak" not in text and "SECRET" not in text
+    assert_scored(result, "before", "after")
+
+
+def test_worker_environment_is_unreadable_through_proc(model_dir, tmp_path):
+    code = zipped(tmp_path, "read_file.py", target_pid_txt=str(os.getpid()))
+    result = run(code, model_dir, {"init": "/proc/1/environ", "parent": "ppid",
+                                   "worker": "pid-file", "self": "/proc/self/environ"})
+    assert result.failures["init"] == result.failures["parent"] == "exception"
+    for sample_id in ("init", "parent"):  # pid 1 is the sandbox's root-owned bwrap
+        assert detail(result, sample_id).startswith("PermissionError"), detail(result, sample_id)
+    # the worker's pid does not exist in the sandbox's pid namespace
+    assert detail(result, "worker").startswith("FileNotFoundError"), detail(result, "worker")
+    # its own environment is readable and holds only what Python needs
+    own = detail(result, "self")
+    assert own.startswith("Leak: READ /proc/self/environ") and "HOME=/tmp" in own
+    assert CANARY not in own and "EXPBENCH_SANDBOX_CANARY" not in own
+    assert_scored(result, "before", "after")
+
+
+# --------------------------------------------------------------------------- resources
+
+def test_fork_bomb_is_contained(model_dir):
+    result = run("fork_bomb.py", model_dir, {"bomb": ""})
+    if result.status == "ok":
+        assert result.failures == {"bomb": "exception"}
+        assert detail(result, "bomb").startswith("BlockingIOError"), detail(result, "bomb")
+        assert_scored(result, "before", "after")
+    else:
+        assert result.failure == "crashed", result.message
+    assert_following_run_works(model_dir)
+
+
+def test_memory_bomb_is_contained(model_dir):
+    result = run("memory_bomb.py", model_dir, {"bomb": ""})
+    if result.status == "ok":
+        assert result.failures == {"bomb": "exception"}
+        assert detail(result, "bomb").startswith("MemoryError"), detail(result, "bomb")
+        assert_scored(result, "before", "after")
+    else:
+        assert result.failure == "crashed" and result.signal, result.message
+    assert_following_run_works(model_dir)
+
+
+def test_infinite_loop_is_a_per_sample_timeout_and_the_run_goes_on(model_dir):
+    limits = SandboxLimits(per_sample_seconds=3, total_seconds=300)
+    result = run("infinite_loop.py", model_dir, {"loop": ""}, limits=limits)
+    assert result.status == "ok", result.message
+    assert result.failures == {"loop": "timeout"}
+    assert "longer than 3 s" in detail(result, "loop")
+    assert 3 <= result.sample_seconds["loop"] < 10
+    assert result.restarts == 1 and len(result.startups) == 2
+    assert_scored(result, "before", "after")
+
+
+def test_cpu_time_limit_kills_a_cpu_burner(model_dir):
+    limits = SandboxLimits(cpu_seconds=15, per_sample_seconds=120, total_seconds=300)
+    result = run("cpu_burn.py", model_dir, {"burn": ""}, limits=limits)
+    assert result.status == "failed" and result.failure == "crashed", result.message
+    assert result.signal == "SIGXCPU"
+    assert "CPU-time limit of 15 s" in result.message
+    assert_scored(result, "before")
+    assert_following_run_works(model_dir)
+
+
+def test_total_wall_clock_limit(model_dir):
+    limits = SandboxLimits(per_sample_seconds=5, total_seconds=14)
+    batch = [normal(f"s{i}") for i in range(30)]  # slow.py sleeps 1 s per sample
+    result = run_interpreter(FIXTURES / "slow.py", model_dir, "classification", batch,
+                             limits=limits)
+    assert_worker_survived(result)
+    assert result.status == "failed" and result.failure == "total_timeout", result.message
+    assert 0 < len(result.scores) < 30 and result.total_seconds < 20
+    assert_following_run_works(model_dir)
+
+
+# --------------------------------------------------------------------------- output and files
+
+def test_output_flood_fails_the_submission(model_dir):
+    result = run("output_flood.py", model_dir, {"flood": ""})
+    assert result.status == "failed" and result.failure == "output_flood", result.message
+    assert "sample flood" in result.message
+    assert_scored(result, "before")
+    assert_following_run_works(model_dir)
+
+
+def test_printing_floods_only_fill_a_capped_buffer(model_dir):
+    result = run("print_flood.py", model_dir, {"flood": ""})
+    assert result.status == "ok" and not result.failures
+    assert_scored(result, "before", "flood", "after")
+    assert len(result.stderr) < LIMITS.stderr_bytes + 200
+    assert "bytes of output dropped" in result.stderr and "END OF FLOOD" in result.stderr
+
+
+def test_huge_files_and_writes_outside_tmp_are_stopped(model_dir):
+    result = run("huge_file.py", model_dir, {
+        "huge": "huge", "code": "readonly /sandbox/code", "model": "readonly /sandbox/model",
+        "usr": "readonly /usr/lib", "runtime": f"readonly {sys_prefix()}", "fill": "fill"})
+    assert result.status == "ok"
+    assert detail(result, "huge").startswith("OSError: [Errno 27] File too large")
+    for sample_id in ("code", "model", "usr", "runtime"):
+        assert detail(result, sample_id).startswith("OSError: [Errno 30] Read-only file system")
+    assert detail(result, "fill").startswith("OSError: [Errno 28] No space left on device")
+    assert all(result.failures[k] == "exception"
+               for k in ("huge", "code", "model", "usr", "runtime", "fill"))
+    assert_scored(result, "before", "after")
+
+
+def sys_prefix() -> str:
+    import sys
+
+    return sys.prefix
+
+
+# --------------------------------------------------------------------------- signals, syscalls
+
+def test_killing_the_parent_or_the_worker_fails(model_dir, tmp_path):
+    code = zipped(tmp_path, "kill_parent.py", target_pid_txt=str(os.getpid()))
+    result = run(code, model_dir, {"parent": "ppid", "init": "1", "worker": "pid-file"})
+    assert result.status == "ok"
+    assert detail(result, "parent").startswith("PermissionError")
+    assert detail(result, "init").startswith("PermissionError")
+    assert detail(result, "worker").startswith("ProcessLookupError")
+    assert_scored(result, "before", "after")
+
+
+def test_namespace_mount_and_ptrace_escapes_are_refused(model_dir):
+    result = run("escape_syscalls.py", model_dir,
+                 {"unshare": "unshare", "mount": "mount", "ptrace": "ptrace"})
+    assert result.status == "ok"
+    for sample_id in ("unshare", "mount", "ptrace"):
+        assert detail(result, sample_id).startswith("PermissionError: [Errno 1]"), \
+            detail(result, sample_id)
+    assert "seccomp" in result.isolation
+    assert_scored(result, "before", "after")
+
+
+# --------------------------------------------------------------------------- wrong code
+
+def test_wrong_length_nan_and_non_lists_are_per_sample_failures(model_dir):
+    result = run("wrong_outputs.py", model_dir, {
+        "long": "length", "nan": "nan", "inf": "inf", "string": "string",
+        "strings": "strings", "none": "none"})
+    assert result.status == "ok"
+    assert result.failures == {"long": "wrong_length", "nan": "not_finite", "inf": "not_finite",
+                               "string": "not_a_list", "strings": "not_a_list",
+                               "none": "not_a_list"}
+    assert detail(result, "long") == "4 scores for 3 sentences"
+    assert detail(result, "nan") == "score 0 is nan"
+    assert_scored(result, "before", "after")
+
+
+def test_an_exception_in_interpret_is_reported_with_the_users_traceback(model_dir):
+    result = run("raises.py", model_dir, {"boom": ""})
+    assert result.status == "ok" and result.failures == {"boom": "exception"}
+    text = detail(result, "boom")
+    assert text.startswith("ZeroDivisionError: division by zero")
+    assert 'File "/sandbox/code/interpreter.py", line 5, in _helper' in text
+    assert "sandbox_child" not in text
+    assert_scored(result, "before", "after")
+
+
+def test_import_error_fails_the_submission_readably(model_dir):
+    result = run("import_error.py", model_dir, {})
+    assert result.status == "failed" and result.failure == "import_error"
+    assert "ModuleNotFoundError: No module named 'definitely_not_an_installed_module'" in \
+        result.message
+    assert 'File "/sandbox/code/interpreter.py", line 2' in result.message
+    assert result.scores == {} and result.failures == {}
+    assert_following_run_works(model_dir)
+
+
+def test_a_crash_fails_the_submission_with_the_signal(model_dir):
+    result = run("segfault.py", model_dir, {"segv": ""})
+    assert result.status == "failed" and result.failure == "crashed"
+    assert result.signal == "SIGSEGV" and "SIGSEGV" in result.message
+    assert "while scoring sample segv" in result.message
+    assert_scored(result, "before")
+    assert_following_run_works(model_dir)
+
+
+def test_forged_protocol_lines_fail_the_submission(model_dir):
+    result = run("protocol_tamper.py", model_dir, {"forge": ""})
+    assert result.status == "failed" and result.failure == "protocol_error", result.message
+    assert "forged" in result.message or "not a JSON reply" in result.message
+    assert "forge" not in result.scores
+    assert_following_run_works(model_dir)
