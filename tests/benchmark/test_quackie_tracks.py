@@ -4,6 +4,7 @@ baselines and the published boards."""
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from rest_framework.test import APIClient
 from benchmark import quackie_tracks
 from benchmark.models import Task, Track
 from scoring.tiny_models import build_tiny_classifier
+from submissions.models import Submission
 from submissions.tasks import score_submission
 from tests.factories import make_user, token_for, upload_file
 
@@ -102,6 +104,26 @@ def test_builtin_baselines_appear_as_baseline_rows(track):
     assert all(row["baseline"] and not row["reported"] and row["ci"] for row in rows)
     page = APIClient().get(f"/tasks/{track.task.slug}/").content.decode()
     assert "built-in baseline" in page and 'id="track"' in page
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_builtin_baselines_run_as_code_through_the_sandbox(track):
+    out = io.StringIO()
+    call_command("run_quackie_baselines", "--track", track.task.slug, "--methods", "Gradient_sum",
+                 "--sandbox", stdout=out)
+    assert "sandbox bwrap" in out.getvalue(), out.getvalue()
+    sub = Submission.objects.get(task=track.task, method_name="Gradient_sum")
+    assert sub.kind == Submission.CODE and sub.status == "scored"
+    assert sub.details["progress"] == {"done": track.n_included, "total": track.n_included}
+    assert sub.details["sandbox"]["sample_failures"] == {}
+    # Same numbers as the in-process baseline on the same samples.
+    call_command("run_quackie_baselines", "--track", track.task.slug, "--methods", "Gradient_sum",
+                 stdout=io.StringIO())
+    in_process = Submission.objects.get(task=track.task, method_name="Gradient_sum",
+                                        kind=Submission.PREDICTIONS)
+    assert sub.scores == pytest.approx(in_process.scores, abs=1e-6)
+    rows = APIClient().get(f"/api/tasks/{track.task.slug}/leaderboard/").json()["rows"]
+    assert any(row["baseline"] and row["method"] == "Gradient_sum" for row in rows)
 
 
 def test_published_boards_hold_the_official_rows_as_reported(tmp_path):
