@@ -251,7 +251,10 @@ class Track(models.Model):
     exclusions = models.JSONField(default=dict, blank=True, help_text="counts per exclusion reason")
     inclusion = models.JSONField(default=dict, blank=True)  # {sample_id: {"tokens", "answerable", "included"}}
     error = models.TextField(blank=True)
+    # Set explicitly on every progress step (queryset updates skip auto_now): the reaper
+    # re-sends an inclusion run whose worker died, up to SCORING_MAX_ATTEMPTS runs.
     updated_at = models.DateTimeField(auto_now=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     def __str__(self):
         return f"track {self.task.slug} ({self.status})"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet, Track
 from .test_sets import ImportRefused
@@ -88,15 +90,25 @@ def create_track(interpretation_set, hosted_model):
 
 
 def schedule_inclusion(track):
-    Track.objects.filter(pk=track.pk).update(status=Track.PENDING, done=0, error="")
+    Track.objects.filter(pk=track.pk).update(status=Track.PENDING, done=0, error="", attempts=0,
+                                             updated_at=timezone.now())
+    send_inclusion(track.pk)
 
+
+def claim_inclusion(track_id):
+    """Atomically take a pending inclusion run (a duplicate message finds nothing to do)."""
+    return bool(Track.objects.filter(pk=track_id, status=Track.PENDING).update(
+        status=Track.RUNNING, attempts=F("attempts") + 1, updated_at=timezone.now()))
+
+
+def send_inclusion(track_id):
     def send():
         from .tasks import compute_track_inclusion
 
         try:
-            compute_track_inclusion.apply_async(args=[track.pk])
-        except Exception:
-            log.exception("could not enqueue the inclusion flags of %s", track)
+            compute_track_inclusion.apply_async(args=[track_id])
+        except Exception:  # broker down: the reaper sends it again
+            log.exception("could not enqueue the inclusion flags of track %s", track_id)
 
     transaction.on_commit(send)
 
@@ -108,7 +120,8 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
     from scoring.hosted_model import load_hosted_model
 
     samples = InterpretationSet.objects.only("samples").get(pk=track.interpretation_set_id).samples
-    Track.objects.filter(pk=track.pk).update(status=Track.RUNNING, done=0, total=len(samples), error="")
+    Track.objects.filter(pk=track.pk).update(status=Track.RUNNING, done=0, total=len(samples), error="",
+                                             updated_at=timezone.now())
     model = load_hosted_model(track.hosted_model.path, track.hosted_model.kind, batch_size=batch_size)
     inclusion = {}
     for start in range(0, len(samples), batch_size):
@@ -124,7 +137,7 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
             inclusion[sample["id"]] = {"tokens": n, "answerable": ok if n <= MAX_TOKENS else None,
                                        "included": n <= MAX_TOKENS and ok}
         done = min(start + batch_size, len(samples))
-        Track.objects.filter(pk=track.pk).update(done=done)
+        Track.objects.filter(pk=track.pk).update(done=done, updated_at=timezone.now())
         if progress:
             progress(done, len(samples))
     included = [s for s in samples if inclusion[s["id"]]["included"]]
@@ -136,6 +149,7 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
     with transaction.atomic():
         store_track_test_set(track, included)
         Track.objects.filter(pk=track.pk).update(status=Track.READY, n_included=len(included), inclusion=inclusion,
+                                                 updated_at=timezone.now(),
                                                  exclusions=exclusions, done=len(samples))
     return len(included)
 

@@ -4,6 +4,7 @@ import time
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from .models import SkillVariant, Task, TestSet
 
@@ -11,7 +12,9 @@ from .models import SkillVariant, Task, TestSet
 def set_progress(test_set, **progress):
     """Record build progress in the test set's diagnostics (read by pages and the API)."""
     diagnostics = TestSet.objects.filter(pk=test_set.pk).values_list("diagnostics", flat=True).first() or {}
-    diagnostics["skills_build"] = {**diagnostics.get("skills_build", {}), **progress}
+    # updated_at is the build's heartbeat: the reaper re-sends a build whose worker died.
+    diagnostics["skills_build"] = {**diagnostics.get("skills_build", {}), **progress,
+                                   "updated_at": timezone.now().isoformat()}
     TestSet.objects.filter(pk=test_set.pk).update(diagnostics=diagnostics)
 
 
@@ -23,7 +26,9 @@ def build(test_set, log=None):
         raise ValueError(f"{test_set.task.slug}: skill sets are built for span-extraction tasks only")
     gold = TestSet.objects.only("gold").get(pk=test_set.pk).gold
     started = time.perf_counter()
-    set_progress(test_set, status="running", done=0, total=len(skills.SKILLS), seconds=None)
+    stored = TestSet.objects.filter(pk=test_set.pk).values_list("diagnostics", flat=True).first() or {}
+    attempts = (stored.get("skills_build") or {}).get("attempts", 0)
+    set_progress(test_set, status="running", done=0, total=len(skills.SKILLS), seconds=None, attempts=attempts + 1)
 
     def progress(done, total):
         set_progress(test_set, done=done, total=total)
@@ -67,9 +72,12 @@ def schedule(test_set):
     """After commit, ask a worker to build the skill sets of a span test set."""
     if test_set.task.kind != Task.SPAN or test_set.split != TestSet.TEST:
         return
-    set_progress(test_set, status="queued", done=0, total=None)
+    set_progress(test_set, status="queued", done=0, total=None, attempts=0, note="")
+    send(test_set)
 
-    def send():
+
+def send(test_set):
+    def enqueue():
         from .tasks import build_skill_sets
 
         try:
@@ -79,4 +87,4 @@ def schedule(test_set):
 
             logging.getLogger(__name__).exception("could not enqueue skill sets of %s", test_set)
 
-    transaction.on_commit(send)
+    transaction.on_commit(enqueue)

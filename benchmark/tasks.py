@@ -1,6 +1,7 @@
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ def compute_track_inclusion(track_id):
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     torch.set_num_threads(2)
+    if not quackie_tracks.claim_inclusion(track_id):
+        return "skipped"  # done already (e.g. by `manage.py create_track`) or taken by another run
     track = Track.objects.select_related("task", "hosted_model", "interpretation_set").filter(pk=track_id).first()
     if track is None:
         return "gone"
@@ -59,6 +62,16 @@ def compute_track_inclusion(track_id):
         return f"{quackie_tracks.compute_inclusion(track)} samples included"
     except Exception as exc:
         log.error("inclusion flags of track %s failed: %s", track_id, type(exc).__name__)
-        Track.objects.filter(pk=track_id).update(status=Track.FAILED,
+        Track.objects.filter(pk=track_id).update(status=Track.FAILED, updated_at=timezone.now(),
                                                  error=f"{type(exc).__name__} while running the hosted model")
         return "failed"
+
+
+@shared_task(name="benchmark.tasks.reap_stuck_jobs")
+def reap_stuck_jobs():
+    from . import jobs
+
+    counts = jobs.reap_stuck()
+    if any(counts.values()):
+        log.warning("dataset-job reaper: %s", counts)
+    return counts

@@ -28,6 +28,7 @@ app.conf.update(
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
         "benchmark.tasks.*": {"queue": "maintenance"},
         "submissions.tasks.reap_stuck_submissions": {"queue": "scoring"},
+        "benchmark.tasks.reap_stuck_jobs": {"queue": "scoring"},
     },
     # A message is acknowledged only after the task finished, and given back if the worker
     # process dies, so a killed worker never loses a submission. The database state machine
@@ -44,6 +45,10 @@ app.conf.update(
         "reap-stuck-submissions": {
             "task": "submissions.tasks.reap_stuck_submissions",
             "schedule": float(os.environ.get("REAPER_INTERVAL_SECONDS", 30)),
+        },
+        "reap-stuck-dataset-jobs": {
+            "task": "benchmark.tasks.reap_stuck_jobs",
+            "schedule": 60.0,
         },
     },
 )

@@ -144,6 +144,9 @@ SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5)
 # the queue lease, is picked up by the reaper and re-queued (up to the attempt limit).
 SCORING_LEASE_SECONDS = env_int("SCORING_LEASE_SECONDS", 600)
 QUEUE_LEASE_SECONDS = env_int("QUEUE_LEASE_SECONDS", 300)
+# Background work (per-submission diagnostics, skill sets, track inclusion) whose status has
+# not moved for this long is taken to have lost its worker and is re-sent by the reaper.
+BACKGROUND_LEASE_SECONDS = env_int("BACKGROUND_LEASE_SECONDS", 1800)
 SCORING_MAX_ATTEMPTS = env_int("SCORING_MAX_ATTEMPTS", 3)
 REAPER_INTERVAL_SECONDS = float(os.environ.get("REAPER_INTERVAL_SECONDS", 30))
 BOOTSTRAP_RESAMPLES = env_int("BOOTSTRAP_RESAMPLES", 1000)

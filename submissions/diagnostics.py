@@ -4,31 +4,73 @@ Only aggregates are stored and shown: per-question outcomes of a hidden split ne
 this module. Each part records whether it applies to the task and why not when it does not.
 """
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
 
 from scoring import expmrc
 
-from .models import DiagnosticsStatus, Submission
+from . import lifecycle
+from .models import DiagnosticsStatus, Status, Submission
 
 log = logging.getLogger(__name__)
 
 
 def schedule(submission):
     """Mark diagnostics pending and send them to a worker after commit."""
-    Submission.objects.filter(pk=submission.pk).update(diagnostics_status=DiagnosticsStatus.PENDING)
+    Submission.objects.filter(pk=submission.pk).update(
+        diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=timezone.now(), diagnostics_attempts=0)
     submission.diagnostics_status = DiagnosticsStatus.PENDING
+    send(submission.pk)
 
-    def send():
+
+def send(submission_id):
+    def enqueue():
         from .tasks import compute_diagnostics
 
         try:
-            compute_diagnostics.apply_async(args=[submission.pk])
-        except Exception:
-            log.exception("could not enqueue diagnostics of submission %s", submission.pk)
+            compute_diagnostics.apply_async(args=[submission_id])
+        except Exception:  # broker down: the reaper sends it again
+            log.exception("could not enqueue diagnostics of submission %s", submission_id)
 
-    transaction.on_commit(send)
+    transaction.on_commit(enqueue)
+
+
+def claim(submission_id):
+    """Atomically take pending diagnostics; False when another run has them (or none are due)."""
+    return bool(Submission.objects.filter(
+        pk=submission_id, status=Status.SCORED, diagnostics_status=DiagnosticsStatus.PENDING
+    ).update(diagnostics_status=DiagnosticsStatus.RUNNING, diagnostics_updated_at=timezone.now(),
+             diagnostics_attempts=F("diagnostics_attempts") + 1))
+
+
+def reap_stuck(now=None):
+    """Re-send diagnostics whose worker died mid-run (status running past the background lease)
+    or whose message was lost (pending past the queue lease); after SCORING_MAX_ATTEMPTS runs
+    they fail with a readable note instead of a status page that refreshes forever."""
+    now = now or timezone.now()
+    counts = {"diagnostics_resent": 0, "diagnostics_failed": 0}
+    dead = now - timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS)
+    lost = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
+    stale = Submission.objects.filter(
+        Q(diagnostics_status=DiagnosticsStatus.RUNNING, diagnostics_updated_at__lt=dead)
+        | Q(diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at__lt=lost)
+        | Q(diagnostics_status__in=(DiagnosticsStatus.PENDING, DiagnosticsStatus.RUNNING),
+            diagnostics_updated_at__isnull=True)
+    ).values_list("pk", "diagnostics_status", "diagnostics_attempts")
+    for pk, status, attempts in stale:
+        same = Submission.objects.filter(pk=pk, diagnostics_status=status, diagnostics_attempts=attempts)
+        if status == DiagnosticsStatus.RUNNING and attempts >= settings.SCORING_MAX_ATTEMPTS:
+            if same.update(diagnostics_status=DiagnosticsStatus.FAILED, diagnostics_updated_at=now, diagnostics={
+                    "error": f"The diagnostics {lifecycle.stopped(attempts)}; the score is not affected."}):
+                counts["diagnostics_failed"] += 1
+        elif same.update(diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=now):
+            send(pk)
+            counts["diagnostics_resent"] += 1
+    return counts
 
 
 def span_items(gold):

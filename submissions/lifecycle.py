@@ -105,6 +105,11 @@ def fail_run(submission, category, message):
     return _finish(submission, Status.FAILED, error_category=category, error_message=message)
 
 
+def stopped(attempts):
+    """How a job that kept losing its worker is explained to the people waiting for it."""
+    return f"stopped {attempts} time{'s' if attempts != 1 else ''} without finishing (worker lost or timed out)"
+
+
 def reap_stuck(now=None):
     """Give back runs whose lease expired (their worker died) and re-send queued submissions
     whose message seems lost. After SCORING_MAX_ATTEMPTS claimed runs a submission fails
@@ -117,7 +122,7 @@ def reap_stuck(now=None):
             if fail_run(
                 sub,
                 ErrorCategory.WORKER_LOST,
-                f"Scoring stopped {sub.attempts} times without finishing (worker lost or timed out).",
+                f"Scoring {stopped(sub.attempts)}.",
             ):
                 counts["failed"] += 1
         elif Submission.objects.filter(

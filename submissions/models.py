@@ -128,6 +128,10 @@ class Submission(models.Model):
     # aggregates are kept here: they are what the entry page and the API show.
     diagnostics_status = models.CharField(max_length=12, choices=DiagnosticsStatus.choices, blank=True)
     diagnostics = models.JSONField(default=dict, blank=True)
+    # Last change of diagnostics_status and claimed runs: the reaper re-sends diagnostics whose
+    # worker died (or whose message was lost) and gives up after SCORING_MAX_ATTEMPTS runs.
+    diagnostics_updated_at = models.DateTimeField(null=True, blank=True)
+    diagnostics_attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

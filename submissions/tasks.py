@@ -4,6 +4,7 @@ import os
 import time
 
 from celery import shared_task
+from django.utils import timezone
 
 from . import lifecycle, services
 
@@ -26,7 +27,9 @@ def score_submission(submission_id):
 
 @shared_task(name="submissions.tasks.reap_stuck_submissions")
 def reap_stuck_submissions():
-    counts = lifecycle.reap_stuck()
+    from . import diagnostics
+
+    counts = {**lifecycle.reap_stuck(), **diagnostics.reap_stuck()}
     if any(counts.values()):
         log.warning("reaper: %s", counts)
     return counts
@@ -35,12 +38,9 @@ def reap_stuck_submissions():
 @shared_task(name="submissions.tasks.compute_diagnostics", acks_late=True, reject_on_worker_lost=True)
 def compute_diagnostics(submission_id):
     from . import diagnostics
-    from .models import DiagnosticsStatus, Status, Submission
+    from .models import DiagnosticsStatus, Submission
 
-    claimed = Submission.objects.filter(
-        pk=submission_id, status=Status.SCORED, diagnostics_status=DiagnosticsStatus.PENDING
-    ).update(diagnostics_status=DiagnosticsStatus.RUNNING)
-    if not claimed:
+    if not diagnostics.claim(submission_id):
         return "skipped"
     submission = Submission.objects.select_related("task", "test_set").get(pk=submission_id)
     try:
@@ -49,12 +49,12 @@ def compute_diagnostics(submission_id):
         # The type only: a message could quote hidden gold.
         log.error("diagnostics of submission %s failed: %s", submission_id, type(exc).__name__)
         Submission.objects.filter(pk=submission_id).update(
-            diagnostics_status=DiagnosticsStatus.FAILED,
+            diagnostics_status=DiagnosticsStatus.FAILED, diagnostics_updated_at=timezone.now(),
             diagnostics={"error": "The diagnostics failed on this submission; the maintainers have been told."},
         )
         return DiagnosticsStatus.FAILED
     Submission.objects.filter(pk=submission_id, diagnostics_status=DiagnosticsStatus.RUNNING).update(
-        diagnostics_status=DiagnosticsStatus.DONE, diagnostics=result
+        diagnostics_status=DiagnosticsStatus.DONE, diagnostics=result, diagnostics_updated_at=timezone.now()
     )
     return DiagnosticsStatus.DONE
 

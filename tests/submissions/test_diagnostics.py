@@ -87,3 +87,52 @@ def test_private_diagnostics_are_not_public(scored_span):
     sub, gold, user = scored_span
     Submission.objects.filter(pk=sub.pk).update(public=False)
     assert APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").status_code == 404
+
+
+def test_diagnostics_whose_worker_died_are_sent_again_then_given_up(scored_span, settings,
+                                                                    django_capture_on_commit_callbacks):
+    """A worker killed mid-diagnostics must not leave a status page refreshing forever."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from submissions import diagnostics
+
+    sub, gold, user = scored_span
+    settings.SCORING_MAX_ATTEMPTS = 2
+    assert diagnostics.claim(sub.pk)  # a worker took them ... and died
+    assert not diagnostics.claim(sub.pk)  # a duplicate message finds nothing to do
+    assert diagnostics.reap_stuck()["diagnostics_resent"] == 0  # the lease is still live
+    later = timezone.now() + timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS + 1)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert diagnostics.reap_stuck(now=later)["diagnostics_resent"] == 1
+    assert len(sent) == 1
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+
+    assert diagnostics.claim(sub.pk)  # second run dies too
+    much_later = later + timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS + 1)
+    assert diagnostics.reap_stuck(now=much_later) == {"diagnostics_resent": 0, "diagnostics_failed": 1}
+    failed = Submission.objects.get(pk=sub.pk)
+    assert failed.diagnostics_status == DiagnosticsStatus.FAILED and failed.diagnostics_attempts == 2
+    assert "stopped 2 times" in failed.diagnostics["error"]
+    assert failed.status == "scored"  # the score is untouched
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert "stopped 2 times" in page and 'http-equiv="refresh"' not in page
+
+
+def test_lost_diagnostics_messages_are_resent_and_run_once(scored_span, settings,
+                                                           django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from submissions import diagnostics
+
+    sub, gold, user = scored_span
+    later = timezone.now() + timedelta(seconds=settings.QUEUE_LEASE_SECONDS + 1)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert diagnostics.reap_stuck(now=later)["diagnostics_resent"] == 1
+    assert len(sent) == 1
+    assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
+    assert compute_diagnostics(sub.pk) == "skipped"
+    assert diagnostics.reap_stuck(now=later + timedelta(days=1))["diagnostics_resent"] == 0

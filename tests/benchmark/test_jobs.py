@@ -1,0 +1,88 @@
+"""Dataset-level background jobs (skill-set builds, QUACKIE inclusion runs) survive a dead
+worker: the reaper sends them again after the background lease and gives up after the attempt
+limit with a readable note, instead of a page saying "running" forever."""
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from benchmark import jobs, quackie_tracks, skill_sets
+from benchmark.models import SkillVariant, Track
+from benchmark.models import TestSet as StoredTestSet
+from benchmark.tasks import build_skill_sets, compute_track_inclusion
+from scoring.tiny_models import build_tiny_classifier
+from tests.factories import make_task
+
+pytestmark = pytest.mark.django_db
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+SQUAD_V2 = Path(__file__).resolve().parents[1] / "fixtures" / "quackie" / "squad_v2_small.json"
+
+
+def after_lease(settings, now=None):
+    return (now or timezone.now()) + timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS + 1)
+
+
+def build_state(test_set):
+    return StoredTestSet.objects.get(pk=test_set.pk).diagnostics["skills_build"]
+
+
+def test_a_skill_build_whose_worker_died_is_sent_again_and_finishes(settings, django_capture_on_commit_callbacks):
+    test_set = make_task("expmrc-squad").current_test_set()
+    assert build_state(test_set)["status"] == "queued"  # import scheduled the build
+    assert jobs.reap_stuck()["skill_builds_resent"] == 0  # fresh: leave it alone
+    skill_sets.set_progress(test_set, status="running", done=3, total=14, attempts=1)  # ... and the worker died
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        counts = jobs.reap_stuck(now=after_lease(settings))
+    assert counts["skill_builds_resent"] == 1 and len(sent) == 1
+    assert build_state(test_set)["status"] == "queued"
+    build_skill_sets(test_set.pk)
+    state = build_state(test_set)
+    assert state["status"] == "done" and state["attempts"] == 2
+    assert SkillVariant.objects.filter(test_set=test_set).count() == state["total"]
+    assert jobs.reap_stuck(now=after_lease(settings))["skill_builds_resent"] == 0
+
+
+def test_a_skill_build_that_keeps_dying_fails_with_a_note(settings):
+    test_set = make_task("expmrc-squad").current_test_set()
+    settings.SCORING_MAX_ATTEMPTS = 2
+    skill_sets.set_progress(test_set, status="running", attempts=2)
+    assert jobs.reap_stuck(now=after_lease(settings))["skill_builds_failed"] == 1
+    state = build_state(test_set)
+    assert state["status"] == "failed" and "stopped 2 times" in state["note"]
+    page = Client().get("/tasks/expmrc-squad/skills/").content.decode()
+    assert "stopped 2 times" in page
+
+
+@pytest.fixture
+def pending_track(tmp_path):
+    iset, _ = quackie_tracks.import_quackie(SQUAD_V2, name="small", version="1")
+    model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification",
+                                          path=build_tiny_classifier(tmp_path / "clf", answerable=True))
+    track = quackie_tracks.create_track(iset, model)
+    assert track.status == Track.PENDING
+    return track
+
+
+def test_an_inclusion_run_whose_worker_died_is_sent_again(pending_track, settings,
+                                                          django_capture_on_commit_callbacks):
+    assert quackie_tracks.claim_inclusion(pending_track.pk)  # a worker took it ... and died
+    assert compute_track_inclusion(pending_track.pk) == "skipped"  # a duplicate has nothing to do
+    assert jobs.reap_stuck()["tracks_resent"] == 0
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert jobs.reap_stuck(now=after_lease(settings))["tracks_resent"] == 1
+    assert len(sent) == 1 and Track.objects.get(pk=pending_track.pk).status == Track.PENDING
+    assert "samples included" in compute_track_inclusion(pending_track.pk)
+    track = Track.objects.get(pk=pending_track.pk)
+    assert track.status == Track.READY and track.attempts == 2 and track.n_included > 0
+    assert jobs.reap_stuck(now=after_lease(settings))["tracks_resent"] == 0
+
+
+def test_an_inclusion_run_that_keeps_dying_fails_with_a_note(pending_track, settings):
+    settings.SCORING_MAX_ATTEMPTS = 1
+    assert quackie_tracks.claim_inclusion(pending_track.pk)
+    assert jobs.reap_stuck(now=after_lease(settings))["tracks_failed"] == 1
+    track = Track.objects.get(pk=pending_track.pk)
+    assert track.status == Track.FAILED and "stopped 1 time" in track.error
