@@ -1242,7 +1242,9 @@ def _record(result: RunResult, sample: dict, reply: dict) -> None:
         result.failures[sample_id] = "exception"
         detail = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
         trace = error.get("traceback")
-        result.failure_details[sample_id] = f"{detail}\n{trace}".strip() if trace else detail
+        # The trace ends with the exception line itself: without user frames it adds nothing.
+        useful = trace and trace.strip() != detail
+        result.failure_details[sample_id] = f"{detail}\n{trace}".strip() if useful else detail
         return
     if "not_a_list" in reply:
         result.failures[sample_id] = "not_a_list"

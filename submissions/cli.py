@@ -56,6 +56,9 @@ def main(argv=None):
     submit.add_argument("task")
     submit.add_argument("file", type=Path)
     submit.add_argument("--method", required=True, help="system name shown on the leaderboard")
+    submit.add_argument("--kind", choices=["predictions", "skills", "code"], default="predictions",
+                        help="predictions (default); skills: {original, s1, ...} for span tasks; "
+                             "code: an interpreter .py/.zip for QUACKIE tracks")
     submit.add_argument("--description", default="")
     submit.add_argument("--link", default="", help="paper or code URL")
     submit.add_argument("--private", action="store_true", help="do not show on the public leaderboard")
@@ -85,7 +88,8 @@ def main(argv=None):
         except OSError as exc:
             fail(f"cannot read {args.file}: {exc.strerror}")
         code, body = client.submit(args.task, content, method_name=args.method, filename=args.file.name,
-                                   description=args.description, url=args.link, public=not args.private)
+                                   description=args.description, url=args.link, public=not args.private,
+                                   kind=args.kind)
         if code == 400 and isinstance(body, dict) and "status" in body:
             print(f"rejected: {body['error']}", file=sys.stderr)
             return 1

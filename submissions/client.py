@@ -53,8 +53,10 @@ class Client:
     def obtain_token(self, username, password):
         return self.request("POST", "/api/auth/token/", json_body={"username": username, "password": password})
 
-    def submit(self, task, content, *, method_name, filename="predictions.json", description="", url="", public=True):
-        fields = {"method_name": method_name, "public": "true" if public else "false"}
+    def submit(self, task, content, *, method_name, filename="predictions.json", description="", url="", public=True,
+               kind="predictions"):
+        """kind: predictions, skills (span tasks) or code (QUACKIE tracks)."""
+        fields = {"method_name": method_name, "public": "true" if public else "false", "kind": kind}
         if description:
             fields["description"] = description
         if url:

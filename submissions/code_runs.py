@@ -66,10 +66,22 @@ def submit_code(*, user, task, uploaded_file, method_name, description="", url="
 
 
 def public_samples(test_set):
-    """What the sandbox may see of each sample: id, question, context, sentence count."""
+    """What the sandbox may see of each sample: exactly the public inputs (id, question,
+    context and the frozen sentence list the scores must follow), never the ground truth."""
     inputs = type(test_set).objects.only("public_inputs").get(pk=test_set.pk).public_inputs
     return [{"id": s["sample_id"], "question": s["question"], "context": s["context"],
-             "n_sentences": len(s["sentences"])} for s in inputs["data"]]
+             "n_sentences": len(s["sentences"]), "sentences": s["sentences"]} for s in inputs["data"]]
+
+
+def first_failures(result, max_chars=2000):
+    """One example per failure category (sample id + what went wrong), so a researcher can
+    debug: the sandbox only ever held public inputs, so its messages hold no gold."""
+    examples = {}
+    for sample_id, category in result.failures.items():
+        if category not in examples:
+            detail = result.failure_details.get(sample_id, "")
+            examples[category] = {"sample_id": sample_id, "detail": detail[:max_chars]}
+    return examples
 
 
 def run(submission):
@@ -108,6 +120,7 @@ def run(submission):
         "progress": {"done": result.done, "total": result.total},
         "sandbox": {"mode": result.mode, "sample_failures": failures, "startup_seconds": result.startup_seconds,
                     "mean_sample_seconds": sum(times) / len(times) if times else None,
+                    "first_failures": first_failures(result),
                     "total_seconds": result.total_seconds, "restarts": result.restarts},
     })
     from .services import confidence_intervals

@@ -112,3 +112,35 @@ def test_sandbox_none_runs_with_a_loud_warning(api, track, settings, caplog):
     with caplog.at_level(logging.WARNING):
         assert run_code_submission(response.json()["id"]) == Status.SCORED
     assert any("WITHOUT a sandbox" in r.getMessage() for r in caplog.records)
+
+
+needs_bwrap = pytest.mark.skipif(not shutil.which("bwrap"),
+                                 reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+
+
+@needs_bwrap
+def test_the_interpreter_receives_the_frozen_public_sentences(api, track):
+    from scoring import quackie
+
+    code = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
+    response = upload(api, track, code)
+    assert run_code_submission(response.json()["id"]) == Status.SCORED
+    sub = Submission.objects.get(pk=response.json()["id"])
+    assert sub.details["sandbox"]["sample_failures"] == {}
+    expected = quackie.score(sub.test_set.gold, {sample_id: [float(len(s)) for s in entry["sentences"]]
+                                                 for sample_id, entry in sub.test_set.gold.items()})
+    assert sub.scores["iou"] == pytest.approx(100 * expected["IoU"])
+    assert sub.scores["hpd"] == pytest.approx(100 * expected["HPD"])
+
+
+@needs_bwrap
+def test_the_first_failure_of_each_kind_is_shown_to_debug_with(api, track):
+    code = b"def interpret(model, question, context):\n    raise RuntimeError('boom: ' + question)\n"
+    response = upload(api, track, code)
+    assert run_code_submission(response.json()["id"]) == Status.SCORED
+    sub = Submission.objects.get(pk=response.json()["id"])
+    example = sub.details["sandbox"]["first_failures"]["exception"]
+    assert example["sample_id"] in sub.test_set.gold
+    assert "RuntimeError: boom: " in example["detail"] and 'line 2, in interpret' in example["detail"]
+    page = APIClient().get(f"/submissions/{sub.pk}/").content.decode()
+    assert "RuntimeError: boom: " in page and "First <code>exception</code>" in page

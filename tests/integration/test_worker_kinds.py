@@ -1,0 +1,141 @@
+"""Every kind of upload through the real processes of the embedded default: a skill submission
+scored by the scoring worker, a QUACKIE score file, and interpreter code run by the background
+worker's ``sandbox`` queue inside bubblewrap. Expected figures are recomputed here with the
+pure scorers on the same data, so the worker's numbers are checked, not just its status."""
+import json
+import shutil
+import time
+
+import pytest
+
+from scoring import expmrc, skills
+from submissions.client import Client
+
+from .conftest import FIXTURE_EXPMRC, SHARED_EXPMRC, assert_official, sample_and_expected
+from .stack import REPO
+
+pytestmark = pytest.mark.integration
+
+QUACKIE_FIXTURE = REPO / "tests" / "fixtures" / "quackie" / "squad_v2_small.json"
+
+
+def squad_gold():
+    path = SHARED_EXPMRC / "expmrc-squad-dev.json"
+    if not path.exists():
+        path = FIXTURE_EXPMRC / "expmrc-squad-dev.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def wait_until(check, what, timeout=240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_skill_submission_scored_by_a_real_worker(embedded_stack):
+    token = embedded_stack.create_user("sam", "integration-pw-5")
+
+    def built():  # load_demo queued the build; the background worker runs it
+        status, body = embedded_stack.request("GET", "/api/tasks/expmrc-squad/skills/")
+        build = body.get("build") or {}
+        assert build.get("status") != "failed", build
+        return body if build.get("status") == "done" else None
+
+    listing = wait_until(built, "the SQuAD skill sets")
+    assert {"s1", "s13"} <= {row["skill"] for row in listing["skills"] if row["inputs_url"]}
+    content, expected = sample_and_expected()
+    sample = json.loads(content)
+    upload = json.dumps({"original": sample, "s1": sample, "s13": sample}).encode()
+    status, body = Client(embedded_stack.url, token).submit("expmrc-squad", upload, method_name="Skills",
+                                                            filename="skills.json", kind="skills")
+    assert status == 201, body
+    scored = embedded_stack.wait_for(body["id"], token, timeout=120)
+    assert scored["status"] == "scored", scored
+    assert scored["kind"] == "skills"
+    assert_official(scored["scores"], expected)
+
+    # The same gaps, computed here from the pure reconstruction and scorer.
+    gold = squad_gold()
+    variants = skills.build_all(gold, language="en", seed=0)
+    predictions = expmrc.parse_predictions(content, expmrc.key_spec(gold))
+    original = expmrc.score_predictions(gold, predictions)
+    variant_f1 = {}
+    for name in ("s1", "s13"):
+        result = expmrc.score_predictions(variants[name]["gold"], predictions)
+        variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
+    gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0)
+    assert scored["details"]["skills"] == json.loads(json.dumps(gaps))
+    assert "s1" not in scored["details"]["not_submitted"] and "s2" in scored["details"]["not_submitted"]
+
+
+@pytest.fixture(scope="module")
+def tiny_track(embedded_stack, tmp_path_factory):
+    """The small SQuAD v2 fixture × a tiny classifier, registered with the standard commands."""
+    from scoring.tiny_models import build_tiny_classifier
+
+    model_dir = build_tiny_classifier(tmp_path_factory.mktemp("models") / "tiny", answerable=True)
+    for args in (["import_quackie", str(QUACKIE_FIXTURE), "--name", "small", "--version", "1"],
+                 ["register_hosted_model", "--slug", "tiny", "--name", "Tiny", "--kind", "classification",
+                  "--path", str(model_dir)],
+                 ["create_track", "--set", "small", "--model", "tiny"]):
+        result = embedded_stack.manage(*args)
+        assert result.returncode == 0, result.stdout + result.stderr
+    slug = "quackie-small-tiny"
+
+    def ready():  # the inclusion flags are computed by the background worker (models queue)
+        status, body = embedded_stack.request("GET", f"/api/tasks/{slug}/inputs/")
+        return body["data"] if status == 200 and isinstance(body, dict) and body.get("data") else None
+
+    return slug, wait_until(ready, "the track's inclusion flags")
+
+
+def test_quackie_score_file_scored_by_a_real_worker(embedded_stack, tiny_track):
+    from scoring import quackie
+
+    slug, inputs = tiny_track
+    token = embedded_stack.create_user("quinn", "integration-pw-6")
+    scores = {row["sample_id"]: [float(len(s)) for s in row["sentences"]] for row in inputs}
+    status, body = embedded_stack.upload(token, slug, json.dumps(scores).encode(), method_name="Longest sentence")
+    assert status == 201, body
+    scored = embedded_stack.wait_for(body["id"], token)
+    assert scored["status"] == "scored", scored
+    assert scored["details"]["quackie"]["fails"] == 0
+    assert set(scored["scores"]) == {"iou", "hpd", "snr", "hpd_rank", "snr_raw"}
+    gold = json.loads(embedded_stack.manage("shell", "-c", (
+        "import json; from benchmark.models import Task;"
+        f"print(json.dumps(Task.objects.get(slug={slug!r}).current_test_set().gold))")).stdout.splitlines()[-1])
+    expected = quackie.score(gold, scores)
+    for name, key in (("IoU", "iou"), ("HPD", "hpd"), ("SNR", "snr")):
+        assert scored["scores"][key] == pytest.approx(100 * expected[name], abs=1e-9)
+    status, board = embedded_stack.request("GET", f"/api/tasks/{slug}/leaderboard/")
+    assert any(row["submission_id"] == body["id"] for row in board["rows"])
+
+
+INTERPRETER = b'''
+def interpret(model, question, context, sentences):
+    # Probability of "answerable" for each sentence alone, batched: uses the hosted model.
+    probabilities = model.predict_proba([question] * len(sentences), sentences)
+    return [float(p[1]) for p in probabilities]
+'''
+
+
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+def test_interpreter_code_run_by_the_sandbox_worker(embedded_stack, tiny_track):
+    slug, inputs = tiny_track
+    token = embedded_stack.create_user("rita", "integration-pw-7")
+    status, body = Client(embedded_stack.url, token).submit(slug, INTERPRETER, method_name="Sentence alone",
+                                                            filename="interpreter.py", kind="code")
+    assert status == 201, body
+    assert body["status"] == "queued"
+    scored = embedded_stack.wait_for(body["id"], token, timeout=180)
+    assert scored["status"] == "scored", scored
+    assert scored["kind"] == "code"
+    assert scored["details"]["progress"] == {"done": len(inputs), "total": len(inputs)}
+    assert scored["details"]["sandbox"]["mode"] == "bwrap"
+    assert scored["details"]["sandbox"]["sample_failures"] == {}
+    assert scored["details"]["quackie"]["fails"] == 0
+    assert "submissions.tasks.run_code_submission" in embedded_stack.log_text("background")
