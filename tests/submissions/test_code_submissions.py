@@ -12,6 +12,8 @@ from submissions.tasks import run_code_submission
 from tests.factories import make_tiny_track, make_user, token_for, upload_file
 
 pytestmark = pytest.mark.django_db
+needs_bwrap = pytest.mark.skipif(not shutil.which("bwrap"),
+                                 reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
 
 GOOD = b'''
 def interpret(model, question, context):
@@ -48,6 +50,14 @@ def upload(api, track, content, name="interpreter.py"):
                     format="multipart")
 
 
+def scored_run(api, track, code):
+    """Upload ``code``, run it in the sandbox as the worker would, return the scored entry."""
+    response = upload(api, track, code)
+    assert response.status_code == 201, response.content
+    assert run_code_submission(response.json()["id"]) == Status.SCORED
+    return Submission.objects.get(pk=response.json()["id"])
+
+
 def test_syntax_errors_are_refused_with_the_line(api, track):
     response = upload(api, track, b"def interpret(model, question, context):\n    return [1,\n")
     assert response.status_code == 400 and "line" in response.json()["error"]
@@ -73,12 +83,9 @@ def test_code_only_for_quackie_tracks(api):
     assert response.status_code == 400 and "QUACKIE" in response.json()["error"]
 
 
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+@needs_bwrap
 def test_sandboxed_run_scores_and_reports_progress(api, track):
-    response = upload(api, track, FIRST_SENTENCE)
-    assert response.status_code == 201, response.content
-    assert run_code_submission(response.json()["id"]) == Status.SCORED
-    sub = Submission.objects.get(pk=response.json()["id"])
+    sub = scored_run(api, track, FIRST_SENTENCE)
     assert sub.details["progress"] == {"done": track.n_included, "total": track.n_included}
     assert sub.details["sandbox"]["mode"] == "bwrap"
     assert set(sub.scores) == {"iou", "hpd", "snr", "hpd_rank", "snr_raw"}
@@ -86,17 +93,15 @@ def test_sandboxed_run_scores_and_reports_progress(api, track):
     assert "Sandbox run" in page
 
 
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+@needs_bwrap
 def test_wrong_lengths_are_counted_fails_not_a_crash(api, track):
-    response = upload(api, track, b"def interpret(model, question, context):\n    return [1.0]\n")
-    assert run_code_submission(response.json()["id"]) == Status.SCORED
-    sub = Submission.objects.get(pk=response.json()["id"])
+    sub = scored_run(api, track, b"def interpret(model, question, context):\n    return [1.0]\n")
     multi = sum(1 for s in sub.test_set.gold.values() if len(s["sentences"]) > 1)
     assert sub.details["quackie"]["fails"] == multi > 0
     assert sub.details["sandbox"]["sample_failures"].get("wrong_length") == multi
 
 
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+@needs_bwrap
 def test_an_import_error_fails_the_submission_with_a_readable_category(api, track):
     response = upload(api, track, b"import no_such_module_here\ndef interpret(model, question, context):\n    return []\n")
     assert run_code_submission(response.json()["id"]) == Status.FAILED
@@ -114,18 +119,12 @@ def test_sandbox_none_runs_with_a_loud_warning(api, track, settings, caplog):
     assert any("WITHOUT a sandbox" in r.getMessage() for r in caplog.records)
 
 
-needs_bwrap = pytest.mark.skipif(not shutil.which("bwrap"),
-                                 reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
-
-
 @needs_bwrap
 def test_the_interpreter_receives_the_frozen_public_sentences(api, track):
     from scoring import quackie
 
     code = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
-    response = upload(api, track, code)
-    assert run_code_submission(response.json()["id"]) == Status.SCORED
-    sub = Submission.objects.get(pk=response.json()["id"])
+    sub = scored_run(api, track, code)
     assert sub.details["sandbox"]["sample_failures"] == {}
     expected = quackie.score(sub.test_set.gold, {sample_id: [float(len(s)) for s in entry["sentences"]]
                                                  for sample_id, entry in sub.test_set.gold.items()})
@@ -136,9 +135,7 @@ def test_the_interpreter_receives_the_frozen_public_sentences(api, track):
 @needs_bwrap
 def test_the_first_failure_of_each_kind_is_shown_to_debug_with(api, track):
     code = b"def interpret(model, question, context):\n    raise RuntimeError('boom: ' + question)\n"
-    response = upload(api, track, code)
-    assert run_code_submission(response.json()["id"]) == Status.SCORED
-    sub = Submission.objects.get(pk=response.json()["id"])
+    sub = scored_run(api, track, code)
     example = sub.details["sandbox"]["first_failures"]["exception"]
     assert example["sample_id"] in sub.test_set.gold
     assert "RuntimeError: boom: " in example["detail"] and 'line 2, in interpret' in example["detail"]
