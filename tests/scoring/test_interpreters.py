@@ -62,6 +62,23 @@ def test_aliases_give_the_same_scores(models):
             == I.interpret("IntegratedGradients_50_sum", model, QUESTION, CONTEXT, SENTENCES))
 
 
+def test_interpret_many_shares_one_explanation_per_family_with_the_same_numbers(models, monkeypatch):
+    model = models["classification"]
+    names = list(I.BASELINE_METHODS) + ["SmoothGrad_max"]
+    one_by_one = {name: I.interpret(name, model, QUESTION, CONTEXT, SENTENCES, seed=3) for name in names}
+    calls = []
+    for family, explain in list(I.EXPLANATIONS.items()):
+        def counted(*args, _family=family, _explain=explain, **kwargs):
+            calls.append(_family)
+            return _explain(*args, **kwargs)
+        monkeypatch.setitem(I.EXPLANATIONS, family, counted)
+    together = I.interpret_many(names, model, QUESTION, CONTEXT, SENTENCES, seed=3)
+    assert together == one_by_one
+    assert sorted(calls) == sorted(I.EXPLANATIONS)  # each family explained exactly once
+    with pytest.raises(KeyError):
+        I.interpret_many(["Oracle_sum"], model, QUESTION, CONTEXT, SENTENCES)
+
+
 def test_random_is_a_seeded_permutation_per_sample():
     sentences = [f"Sentence {i}." for i in range(8)]
     first = I.interpret("Random", None, QUESTION, " ".join(sentences), sentences, seed=5)
