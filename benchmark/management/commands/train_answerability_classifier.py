@@ -27,7 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--max-length", type=int, default=192)
         parser.add_argument("--batch-size", type=int, default=16)
         parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
-        parser.add_argument("--epochs", type=int, default=1)
+        # 3 epochs (the documented demo run): on the SQuAD dev pairs the loss stays near 0.69 for
+        # about one epoch, so 1 epoch ends at ~0.84 held-out accuracy instead of ~0.95.
+        parser.add_argument("--epochs", type=int, default=3)
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **opts):
