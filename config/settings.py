@@ -157,7 +157,9 @@ DIAGNOSTICS_PERMUTATIONS = env_int("DIAGNOSTICS_PERMUTATIONS", 100000)
 
 # Celery. Unset CELERY_BROKER_URL = the embedded filesystem broker under var/, polled every
 # 0.1 s (reference/environment.md §6: ~50 ms round trips).
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# (The host part means nothing to this transport; naming one keeps kombu from warning
+# "No hostname was supplied" on every connection.)
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost/")
 CELERY_BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
