@@ -1,4 +1,5 @@
-"""Recovery of dataset-level background jobs (skill-set builds, QUACKIE inclusion runs).
+"""Recovery of dataset-level background jobs (skill-set builds, ICQ cue discovery, QUACKIE
+inclusion runs).
 
 These run on the maintenance and models queues; a worker killed mid-job would otherwise leave
 a status of "queued"/"running" (and a page saying so) forever. The beat reaper calls
@@ -13,14 +14,15 @@ from django.utils import timezone
 
 from submissions.lifecycle import stopped
 
-from . import quackie_tracks, skill_sets
+from . import cues, quackie_tracks, skill_sets
 from .models import TestSet, Track
 
 
 def reap_stuck(now=None):
     now = now or timezone.now()
     dead = now - timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS)
-    counts = {"skill_builds_resent": 0, "skill_builds_failed": 0, "tracks_resent": 0, "tracks_failed": 0}
+    counts = {"skill_builds_resent": 0, "skill_builds_failed": 0, "cue_discoveries_resent": 0,
+              "cue_discoveries_failed": 0, "tracks_resent": 0, "tracks_failed": 0}
     max_attempts = settings.SCORING_MAX_ATTEMPTS
 
     building = TestSet.objects.filter(diagnostics__skills_build__status__in=["queued", "running"])
@@ -37,6 +39,21 @@ def reap_stuck(now=None):
             skill_sets.set_progress(test_set, status="queued")
             skill_sets.send(test_set)
             counts["skill_builds_resent"] += 1
+
+    discovering = TestSet.objects.filter(diagnostics__icq__status__in=list(cues.PENDING))
+    for test_set in discovering.only("pk", "diagnostics"):
+        part = test_set.diagnostics["icq"]
+        if heartbeat(part.get("updated_at")) >= dead:
+            continue
+        attempts = part.get("attempts", 0)
+        if part["status"] == "running" and attempts >= max_attempts:
+            cues.set_status(test_set, status="failed", cues=[], note=(
+                f"Cue discovery {stopped(attempts)}; run `manage.py discover_cues` to see why."))
+            counts["cue_discoveries_failed"] += 1
+        else:
+            cues.set_status(test_set, status="queued")
+            cues.send(test_set)
+            counts["cue_discoveries_resent"] += 1
 
     for track in Track.objects.filter(status__in=[Track.PENDING, Track.RUNNING], updated_at__lt=dead):
         same = Track.objects.filter(pk=track.pk, status=track.status, attempts=track.attempts)

@@ -1,7 +1,8 @@
 """What is measured: benchmarks, tasks (one leaderboard each), versioned hidden test sets and
 reported (human / paper) results."""
-from django.db import models
+from django.db import models, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 
 class Benchmark(models.Model):
@@ -143,6 +144,21 @@ class TestSet(models.Model):
     @property
     def is_hidden(self):
         return self.split == self.TEST
+
+    @classmethod
+    def update_diagnostics_part(cls, pk, part, *, replace=False, **fields):
+        """Merge ``fields`` into (or, with ``replace``, set) ``diagnostics[part]``, stamped with
+        ``updated_at`` (the heartbeat the reaper reads); returns the new part.
+
+        Read and write happen under a row lock so that two jobs writing different parts of the
+        same test set (cue discovery, skill-set builds) never drop each other's update."""
+        with transaction.atomic():
+            diagnostics = (cls.objects.select_for_update().filter(pk=pk)
+                           .values_list("diagnostics", flat=True).first()) or {}
+            previous = {} if replace else diagnostics.get(part) or {}
+            diagnostics[part] = {**previous, **fields, "updated_at": timezone.now().isoformat()}
+            cls.objects.filter(pk=pk).update(diagnostics=diagnostics)
+        return diagnostics[part]
 
 
 class ReportedResult(models.Model):

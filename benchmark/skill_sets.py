@@ -4,18 +4,14 @@ import time
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from .models import SkillVariant, Task, TestSet
 
 
 def set_progress(test_set, **progress):
-    """Record build progress in the test set's diagnostics (read by pages and the API)."""
-    diagnostics = TestSet.objects.filter(pk=test_set.pk).values_list("diagnostics", flat=True).first() or {}
-    # updated_at is the build's heartbeat: the reaper re-sends a build whose worker died.
-    diagnostics["skills_build"] = {**diagnostics.get("skills_build", {}), **progress,
-                                   "updated_at": timezone.now().isoformat()}
-    TestSet.objects.filter(pk=test_set.pk).update(diagnostics=diagnostics)
+    """Record build progress in the test set's diagnostics (read by pages and the API); its
+    ``updated_at`` is the build's heartbeat: the reaper re-sends a build whose worker died."""
+    TestSet.update_diagnostics_part(test_set.pk, "skills_build", **progress)
 
 
 def build(test_set, log=None):

@@ -18,9 +18,7 @@ def discover_cues(test_set_id):
         part = cues.discover(test_set)
     except Exception as exc:
         log.error("cue discovery for test set %s failed: %s", test_set_id, type(exc).__name__)
-        TestSet.objects.filter(pk=test_set_id).update(
-            diagnostics={**(test_set.diagnostics or {}), "icq": {"status": "failed", "cues": [],
-                                                                 "note": "Cue discovery failed."}})
+        cues.set_status(test_set, status="failed", cues=[], note="Cue discovery failed.")
         return "failed"
     return f"{len(part['cues'])} cues"
 

@@ -176,24 +176,14 @@ def _store_split(task, split, version, checksum, source_name, gold, n_items, *, 
 
 
 def schedule_dataset_diagnostics(task):
-    """After commit, ask a worker to (re)discover ICQ cues for the task's current test set."""
+    """Ask a worker (after commit) to (re)discover ICQ cues for the task's current test set."""
     if task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
         return
+    test_set = task.current_test_set()
+    if test_set is not None:
+        from . import cues
 
-    def send():
-        from .tasks import discover_cues
-
-        test_set = task.current_test_set()
-        if test_set is None:
-            return
-        try:
-            discover_cues.apply_async(args=[test_set.pk])
-        except Exception:  # broker down: `manage.py discover_cues` recomputes on demand
-            import logging
-
-            logging.getLogger(__name__).exception("could not enqueue cue discovery for %s", task.slug)
-
-    transaction.on_commit(send)
+        cues.schedule(test_set)
 
 
 @transaction.atomic

@@ -3,6 +3,7 @@ import csv
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
+from .cues import PENDING as CUES_PENDING
 from .leaderboard import benchmark_average_rows, leaderboard_rows
 from .models import Benchmark, Task
 from .skill_listing import skill_listing
@@ -45,10 +46,12 @@ def task_leaderboard(request, slug):
     test_set = task.current_test_set()
     rows = list(table_rows(task, leaderboard_rows(task)))
     track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    cues = cue_table(test_set)
     return render(request, "benchmark/leaderboard.html", {
         "track": track,
-        "refresh": track is not None and track.status in ("pending", "running"),
-        "cues": cue_table(test_set),
+        "refresh": (track is not None and track.status in ("pending", "running"))
+                   or (cues is not None and cues["status"] in CUES_PENDING),
+        "cues": cues,
         "task": task,
         "test_set": test_set,
         "rows": rows,

@@ -39,6 +39,19 @@ def send(submission_id):
     transaction.on_commit(enqueue)
 
 
+def redo_for_test_set(test_set_id):
+    """Send the diagnostics of a test set's scored entries again: the dataset-level results they
+    compare with (the ICQ cue table) have just been (re)computed. Returns how many."""
+    ids = list(Submission.objects.filter(
+        test_set_id=test_set_id, status=Status.SCORED,
+        diagnostics_status__in=(DiagnosticsStatus.DONE, DiagnosticsStatus.FAILED)).values_list("pk", flat=True))
+    Submission.objects.filter(pk__in=ids).update(
+        diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=timezone.now(), diagnostics_attempts=0)
+    for pk in ids:
+        send(pk)
+    return len(ids)
+
+
 def claim(submission_id):
     """Atomically take pending diagnostics; False when another run has them (or none are due)."""
     return bool(Submission.objects.filter(

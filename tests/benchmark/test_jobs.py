@@ -1,4 +1,4 @@
-"""Dataset-level background jobs (skill-set builds, QUACKIE inclusion runs) survive a dead
+"""Dataset-level background jobs (skill-set builds, ICQ cue discovery, QUACKIE inclusion runs) survive a dead
 worker: the reaper sends them again after the background lease and gives up after the attempt
 limit with a readable note, instead of a page saying "running" forever."""
 import os
@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from benchmark import jobs, quackie_tracks, skill_sets
+from benchmark import cues, jobs, quackie_tracks, skill_sets
 from benchmark.models import SkillVariant, Track
 from benchmark.models import TestSet as StoredTestSet
-from benchmark.tasks import build_skill_sets, compute_track_inclusion
+from benchmark.tasks import build_skill_sets, compute_track_inclusion, discover_cues
 from scoring.tiny_models import build_tiny_classifier
 from tests.factories import make_task
 
@@ -54,6 +54,46 @@ def test_a_skill_build_that_keeps_dying_fails_with_a_note(settings):
     assert state["status"] == "failed" and "stopped 2 times" in state["note"]
     page = Client().get("/tasks/expmrc-squad/skills/").content.decode()
     assert "stopped 2 times" in page
+
+
+def cue_state(test_set):
+    return StoredTestSet.objects.get(pk=test_set.pk).diagnostics["icq"]
+
+
+def test_a_cue_discovery_whose_worker_died_is_sent_again_and_finishes(settings, django_capture_on_commit_callbacks):
+    test_set = make_task("expmrc-race").current_test_set()
+    assert cue_state(test_set)["status"] == "queued"  # the import scheduled it
+    assert jobs.reap_stuck()["cue_discoveries_resent"] == 0  # fresh: leave it alone
+    cues.set_status(test_set, status="running", attempts=1)  # ... and the worker died
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        counts = jobs.reap_stuck(now=after_lease(settings))
+    assert counts["cue_discoveries_resent"] == 1 and len(sent) == 1
+    assert cue_state(test_set)["status"] == "queued"
+    assert discover_cues(test_set.pk) == f"{len(cue_state(test_set)['cues'])} cues"
+    state = cue_state(test_set)
+    assert state["status"] == "no_reference" and state["attempts"] == 2 and state["n_test"] > 0
+    assert jobs.reap_stuck(now=after_lease(settings))["cue_discoveries_resent"] == 0
+
+
+def test_a_cue_discovery_that_keeps_dying_fails_with_a_note(settings):
+    test_set = make_task("expmrc-c3").current_test_set()
+    settings.SCORING_MAX_ATTEMPTS = 2
+    cues.set_status(test_set, status="running", attempts=2)
+    assert jobs.reap_stuck(now=after_lease(settings))["cue_discoveries_failed"] == 1
+    state = cue_state(test_set)
+    assert state["status"] == "failed" and "stopped 2 times" in state["note"]
+    page = Client().get("/tasks/expmrc-c3/").content.decode()
+    assert "Cue discovery failed" in page and "stopped 2 times" in page
+
+
+def test_two_jobs_writing_one_test_set_keep_each_others_parts():
+    test_set = make_task("expmrc-race").current_test_set()
+    skill_sets.set_progress(test_set, status="running", done=1)
+    cues.set_status(test_set, replace=True, status="done", cues=[])
+    skill_sets.set_progress(test_set, done=2)
+    diagnostics = StoredTestSet.objects.get(pk=test_set.pk).diagnostics
+    assert diagnostics["icq"]["status"] == "done"
+    assert diagnostics["skills_build"]["status"] == "running" and diagnostics["skills_build"]["done"] == 2
 
 
 @pytest.fixture

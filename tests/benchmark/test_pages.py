@@ -531,7 +531,10 @@ def test_leaderboard_title_and_cue_section(db):
     task = make_task("expmrc-race")
     page = Client().get("/tasks/expmrc-race/").content.decode()
     assert re.search(r"<title>\s*ExpMRC · RACE\+ · ExpBench\s*</title>", page)
-    assert 'id="cues"' not in page  # no cue discovery yet
+    # the import queued cue discovery: the section says so and the page refreshes until it is there
+    assert 'id="cue-status"' in page and "Cue discovery is queued" in page
+    assert 'http-equiv="refresh"' in page
     cues.discover(TestSet.objects.get(pk=task.current_test_set().pk))
     page = Client().get("/tasks/expmrc-race/").content.decode()
     assert page.count('id="cues"') == 1 and "no reference (training) split" in page
+    assert 'id="cue-status"' not in page and 'http-equiv="refresh"' not in page

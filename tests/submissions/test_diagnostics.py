@@ -136,3 +136,25 @@ def test_lost_diagnostics_messages_are_resent_and_run_once(scored_span, settings
     assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
     assert compute_diagnostics(sub.pk) == "skipped"
     assert diagnostics.reap_stuck(now=later + timedelta(days=1))["diagnostics_resent"] == 0
+
+
+def test_entries_scored_before_the_cue_table_get_their_icq_tests_when_it_arrives(django_capture_on_commit_callbacks):
+    from benchmark.tasks import discover_cues
+    from tests.factories import fixture_gold, make_task
+
+    task = make_task("expmrc-race")
+    sub = submit_predictions(user=make_user(), task=task, method_name="early",
+                             uploaded_file=upload_file(perfect_predictions(fixture_gold("expmrc-race"))))
+    score_submission(sub.pk)
+    compute_diagnostics(sub.pk)  # the cue table is still queued
+    early = Submission.objects.get(pk=sub.pk)
+    assert early.diagnostics_status == DiagnosticsStatus.DONE
+    assert early.diagnostics["icq"]["applicable"] is False and "not finished" in early.diagnostics["icq"]["note"]
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        discover_cues(task.current_test_set().pk)
+    assert len(sent) == 1  # the entry's diagnostics are sent again ...
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+    compute_diagnostics(sub.pk)
+    icq = Submission.objects.get(pk=sub.pk).diagnostics["icq"]
+    assert icq["applicable"] is True and "no reference" in icq["note"]  # ... and now read the cue table
