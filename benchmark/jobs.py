@@ -21,39 +21,14 @@ from .models import TestSet, Track
 def reap_stuck(now=None):
     now = now or timezone.now()
     dead = now - timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS)
-    counts = {"skill_builds_resent": 0, "skill_builds_failed": 0, "cue_discoveries_resent": 0,
-              "cue_discoveries_failed": 0, "tracks_resent": 0, "tracks_failed": 0}
     max_attempts = settings.SCORING_MAX_ATTEMPTS
-
-    building = TestSet.objects.filter(diagnostics__skills_build__status__in=["queued", "running"])
-    for test_set in building.select_related("task").only("pk", "diagnostics", "task__kind", "split"):
-        build = test_set.diagnostics["skills_build"]
-        if heartbeat(build.get("updated_at")) >= dead:
-            continue
-        attempts = build.get("attempts", 0)
-        if build["status"] == "running" and attempts >= max_attempts:
-            skill_sets.set_progress(test_set, status="failed", note=(
-                f"The build {stopped(attempts)}; run `manage.py build_skill_sets` to see why."))
-            counts["skill_builds_failed"] += 1
-        else:
-            skill_sets.set_progress(test_set, status="queued")
-            skill_sets.send(test_set)
-            counts["skill_builds_resent"] += 1
-
-    discovering = TestSet.objects.filter(diagnostics__icq__status__in=list(cues.PENDING))
-    for test_set in discovering.only("pk", "diagnostics"):
-        part = test_set.diagnostics["icq"]
-        if heartbeat(part.get("updated_at")) >= dead:
-            continue
-        attempts = part.get("attempts", 0)
-        if part["status"] == "running" and attempts >= max_attempts:
-            cues.set_status(test_set, status="failed", cues=[], note=(
-                f"Cue discovery {stopped(attempts)}; run `manage.py discover_cues` to see why."))
-            counts["cue_discoveries_failed"] += 1
-        else:
-            cues.set_status(test_set, status="queued")
-            cues.send(test_set)
-            counts["cue_discoveries_resent"] += 1
+    counts = {"tracks_resent": 0, "tracks_failed": 0}
+    counts["skill_builds_resent"], counts["skill_builds_failed"] = reap_test_set_jobs(
+        "skills_build", skill_sets.set_progress, skill_sets.send, dead, max_attempts,
+        what="The build", command="build_skill_sets")
+    counts["cue_discoveries_resent"], counts["cue_discoveries_failed"] = reap_test_set_jobs(
+        "icq", cues.set_status, cues.send, dead, max_attempts,
+        what="Cue discovery", command="discover_cues")
 
     for track in Track.objects.filter(status__in=[Track.PENDING, Track.RUNNING], updated_at__lt=dead):
         same = Track.objects.filter(pk=track.pk, status=track.status, attempts=track.attempts)
@@ -65,6 +40,27 @@ def reap_stuck(now=None):
             quackie_tracks.send_inclusion(track.pk)
             counts["tracks_resent"] += 1
     return counts
+
+
+def reap_test_set_jobs(part, set_status, send, dead, max_attempts, *, what, command):
+    """Re-send or fail the jobs whose state is ``diagnostics[part]`` of a test set (queued or
+    running, heartbeat older than ``dead``); returns (resent, failed)."""
+    resent = failed = 0
+    pending = TestSet.objects.filter(**{f"diagnostics__{part}__status__in": ["queued", "running"]})
+    for test_set in pending.only("pk", "diagnostics"):
+        state = test_set.diagnostics[part]
+        if heartbeat(state.get("updated_at")) >= dead:
+            continue
+        attempts = state.get("attempts", 0)
+        if state["status"] == "running" and attempts >= max_attempts:
+            set_status(test_set, status="failed",
+                       note=f"{what} {stopped(attempts)}; run `manage.py {command}` to see why.")
+            failed += 1
+        else:
+            set_status(test_set, status="queued")
+            send(test_set)
+            resent += 1
+    return resent, failed
 
 
 def heartbeat(value):

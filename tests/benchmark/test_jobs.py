@@ -25,65 +25,54 @@ def after_lease(settings, now=None):
     return (now or timezone.now()) + timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS + 1)
 
 
-def build_state(test_set):
-    return StoredTestSet.objects.get(pk=test_set.pk).diagnostics["skills_build"]
+def job_state(test_set, part):
+    return StoredTestSet.objects.get(pk=test_set.pk).diagnostics[part]
+
+
+def worker_dies_and_reaper_resends(settings, capture, test_set, part, set_state, resent_key):
+    """The import queued the job; a worker takes it and dies; the reaper sends it once more."""
+    assert job_state(test_set, part)["status"] == "queued"
+    assert jobs.reap_stuck()[resent_key] == 0  # fresh: leave it alone
+    set_state(test_set, status="running", attempts=1)
+    with capture(execute=False) as sent:
+        assert jobs.reap_stuck(now=after_lease(settings))[resent_key] == 1
+    assert len(sent) == 1 and job_state(test_set, part)["status"] == "queued"
 
 
 def test_a_skill_build_whose_worker_died_is_sent_again_and_finishes(settings, django_capture_on_commit_callbacks):
     test_set = make_task("expmrc-squad").current_test_set()
-    assert build_state(test_set)["status"] == "queued"  # import scheduled the build
-    assert jobs.reap_stuck()["skill_builds_resent"] == 0  # fresh: leave it alone
-    skill_sets.set_progress(test_set, status="running", done=3, total=14, attempts=1)  # ... and the worker died
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        counts = jobs.reap_stuck(now=after_lease(settings))
-    assert counts["skill_builds_resent"] == 1 and len(sent) == 1
-    assert build_state(test_set)["status"] == "queued"
+    worker_dies_and_reaper_resends(settings, django_capture_on_commit_callbacks, test_set, "skills_build",
+                                   skill_sets.set_progress, "skill_builds_resent")
     build_skill_sets(test_set.pk)
-    state = build_state(test_set)
+    state = job_state(test_set, "skills_build")
     assert state["status"] == "done" and state["attempts"] == 2
     assert SkillVariant.objects.filter(test_set=test_set).count() == state["total"]
     assert jobs.reap_stuck(now=after_lease(settings))["skill_builds_resent"] == 0
 
 
-def test_a_skill_build_that_keeps_dying_fails_with_a_note(settings):
-    test_set = make_task("expmrc-squad").current_test_set()
-    settings.SCORING_MAX_ATTEMPTS = 2
-    skill_sets.set_progress(test_set, status="running", attempts=2)
-    assert jobs.reap_stuck(now=after_lease(settings))["skill_builds_failed"] == 1
-    state = build_state(test_set)
-    assert state["status"] == "failed" and "stopped 2 times" in state["note"]
-    page = Client().get("/tasks/expmrc-squad/skills/").content.decode()
-    assert "stopped 2 times" in page
-
-
-def cue_state(test_set):
-    return StoredTestSet.objects.get(pk=test_set.pk).diagnostics["icq"]
-
-
 def test_a_cue_discovery_whose_worker_died_is_sent_again_and_finishes(settings, django_capture_on_commit_callbacks):
     test_set = make_task("expmrc-race").current_test_set()
-    assert cue_state(test_set)["status"] == "queued"  # the import scheduled it
-    assert jobs.reap_stuck()["cue_discoveries_resent"] == 0  # fresh: leave it alone
-    cues.set_status(test_set, status="running", attempts=1)  # ... and the worker died
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        counts = jobs.reap_stuck(now=after_lease(settings))
-    assert counts["cue_discoveries_resent"] == 1 and len(sent) == 1
-    assert cue_state(test_set)["status"] == "queued"
-    assert discover_cues(test_set.pk) == f"{len(cue_state(test_set)['cues'])} cues"
-    state = cue_state(test_set)
+    worker_dies_and_reaper_resends(settings, django_capture_on_commit_callbacks, test_set, "icq",
+                                   cues.set_status, "cue_discoveries_resent")
+    assert discover_cues(test_set.pk) == f"{len(job_state(test_set, 'icq')['cues'])} cues"
+    state = job_state(test_set, "icq")
     assert state["status"] == "no_reference" and state["attempts"] == 2 and state["n_test"] > 0
     assert jobs.reap_stuck(now=after_lease(settings))["cue_discoveries_resent"] == 0
 
 
-def test_a_cue_discovery_that_keeps_dying_fails_with_a_note(settings):
-    test_set = make_task("expmrc-c3").current_test_set()
+@pytest.mark.parametrize("slug, set_state, part, count, page_url, page_text", [
+    ("expmrc-squad", skill_sets.set_progress, "skills_build", "skill_builds_failed", "/tasks/expmrc-squad/skills/", ""),
+    ("expmrc-c3", cues.set_status, "icq", "cue_discoveries_failed", "/tasks/expmrc-c3/", "Cue discovery failed"),
+])
+def test_a_dataset_job_that_keeps_dying_fails_with_a_note(settings, slug, set_state, part, count, page_url, page_text):
+    test_set = make_task(slug).current_test_set()
     settings.SCORING_MAX_ATTEMPTS = 2
-    cues.set_status(test_set, status="running", attempts=2)
-    assert jobs.reap_stuck(now=after_lease(settings))["cue_discoveries_failed"] == 1
-    state = cue_state(test_set)
+    set_state(test_set, status="running", attempts=2)
+    assert jobs.reap_stuck(now=after_lease(settings))[count] == 1
+    state = job_state(test_set, part)
     assert state["status"] == "failed" and "stopped 2 times" in state["note"]
-    page = Client().get("/tasks/expmrc-c3/").content.decode()
-    assert "Cue discovery failed" in page and "stopped 2 times" in page
+    page = Client().get(page_url).content.decode()
+    assert "stopped 2 times" in page and page_text in page
 
 
 def test_two_jobs_writing_one_test_set_keep_each_others_parts():
