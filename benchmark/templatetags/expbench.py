@@ -1,3 +1,5 @@
+import math
+
 from django import template
 from django.utils.safestring import mark_safe
 
@@ -6,10 +8,15 @@ register = template.Library()
 
 @register.filter
 def score(value, decimals=3):
-    """Official display: fixed decimals, an em dash when missing."""
+    """Official display: fixed decimals, an em dash when missing. Magnitudes of ten million and
+    more (only unbounded ratios such as QUACKIE's raw SNR reach them) in scientific notation, so
+    that one near-zero noise does not print a 45-digit number across the table."""
     if value is None or value == "":
         return "—"
-    return f"{float(value):.{int(decimals)}f}"
+    value = float(value)
+    if abs(value) >= 1e7 and math.isfinite(value):
+        return f"{value:.{int(decimals)}e}"
+    return f"{value:.{int(decimals)}f}"
 
 
 @register.simple_tag
