@@ -70,6 +70,12 @@ class Task(models.Model):
         return 2 if self.kind == self.INTERPRETATION else 3
 
     @property
+    def item_noun(self):
+        """What one scored unit of this task is called on pages."""
+        return {self.INTERPRETATION: "samples", self.CHECKLIST: "items",
+                self.CLASSIFICATION: "items"}.get(self.kind, "questions")
+
+    @property
     def answer_metric(self):
         return "answer_acc" if self.kind == self.MULTICHOICE else "answer_f1"
 
