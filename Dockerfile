@@ -11,8 +11,11 @@ COPY requirements.txt .
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
 
 COPY . .
+# The data folders exist in the image, owned by the app user: an empty named volume mounted
+# on one of them (docker-compose.yml mounts "media") takes over that ownership; a folder
+# Docker creates itself would be root-owned and unwritable for uploads.
 RUN useradd --system --uid 10001 --home /app expbench \
-    && mkdir -p /var/lib/expbench \
+    && mkdir -p /var/lib/expbench/media /var/lib/expbench/models \
     && SECRET_KEY=build-only python manage.py collectstatic --noinput \
     && chown -R expbench /var/lib/expbench
 USER expbench

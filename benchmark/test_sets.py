@@ -1,11 +1,11 @@
 """Importing versioned hidden test sets. Named functions the commands and the admin call."""
 import hashlib
-import json
 from pathlib import Path
 
 from django.db import transaction
 
 from scoring import expmrc
+from scoring.uploads import InvalidJson, loads_json
 
 from .models import Benchmark, Task, TestSet
 
@@ -22,11 +22,11 @@ def load_expmrc_file(path):
     except OSError as exc:
         raise ImportRefused(f"cannot read {path}: {exc.strerror}") from None
     try:
-        gold = json.loads(raw.decode("utf-8-sig"))
+        gold = loads_json(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{path.name}: not UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise ImportRefused(f"{path.name}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except InvalidJson as exc:
+        raise ImportRefused(f"{path.name}: not JSON: {exc}") from None
     try:
         expmrc.check_gold(gold)
     except expmrc.InvalidGold as exc:
@@ -95,8 +95,8 @@ def read_expmrc_json(path):
     except (OSError, zipfile.BadZipFile) as exc:
         raise ImportRefused(f"cannot read {path}: {exc}") from None
     try:
-        return json.loads(raw.decode("utf-8-sig")), hashlib.sha256(raw).hexdigest()
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return loads_json(raw.decode("utf-8-sig")), hashlib.sha256(raw).hexdigest()
+    except (UnicodeDecodeError, InvalidJson) as exc:
         raise ImportRefused(f"{path.name}: not UTF-8 JSON ({exc})") from None
 
 
@@ -198,6 +198,8 @@ def import_checklist(path, *, task_slug, version, task_name="CheckList SQuAD"):
         suite = checklist.load_suite(path)
     except OSError as exc:
         raise ImportRefused(f"cannot read {path}: {exc.strerror}") from None
+    except InvalidJson as exc:
+        raise ImportRefused(f"{path.name}: not JSON: {exc}") from None
     except (checklist.InvalidSuite, ValueError) as exc:
         raise ImportRefused(f"{path.name}: {exc}") from None
     benchmark, _ = Benchmark.objects.get_or_create(

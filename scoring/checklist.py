@@ -32,10 +32,11 @@ Pure functions over plain data (no Django). The suite is the JSON export
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
+
+from .uploads import loads_json
 
 MFT, INV = "MFT", "INV"
 EXPECT_EQ, EXPECT_SQUAD = "eq", "expect_squad"
@@ -81,7 +82,7 @@ def _read_json(path) -> dict:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw.decode("utf-8"))
+    return loads_json(raw.decode("utf-8"))
 
 
 def _check_suite(suite) -> None:

@@ -2,11 +2,18 @@
 validation and accuracy. Pure functions over plain data, no Django."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Iterable
 
-from .uploads import InvalidPredictions, Problems, json_type, load_json_object, show  # noqa: F401
+from .uploads import (  # noqa: F401  (InvalidPredictions is part of this module's API)
+    InvalidJson,
+    InvalidPredictions,
+    Problems,
+    json_type,
+    load_json_object,
+    loads_json,
+    show,
+)
 
 CLASSIFICATION = "classification"
 
@@ -21,9 +28,9 @@ def read_jsonl_rows(raw: bytes | str, *, what: str = "file") -> list[dict]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            rows = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InvalidClassificationData(f"{what}: not JSON: {exc.msg} at line {exc.lineno}") from None
+            rows = loads_json(stripped)
+        except InvalidJson as exc:
+            raise InvalidClassificationData(f"{what}: not JSON: {exc}") from None
         numbered = list(enumerate(rows, start=1))
     else:
         numbered = []
@@ -31,9 +38,9 @@ def read_jsonl_rows(raw: bytes | str, *, what: str = "file") -> list[dict]:
             if not line.strip():
                 continue
             try:
-                numbered.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InvalidClassificationData(f"{what} line {number}: not JSON: {exc.msg}") from None
+                numbered.append((number, loads_json(line)))
+            except InvalidJson as exc:
+                raise InvalidClassificationData(f"{what} line {number}: not JSON: {exc.reason}") from None
     for number, row in numbered:
         if not isinstance(row, dict):
             raise InvalidClassificationData(f"{what} line {number}: expected an object, found {json_type(row)}")

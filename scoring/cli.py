@@ -10,7 +10,9 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
+
+from scoring.uploads import InvalidJson, loads_json
 
 EXIT_INVALID_INPUT = 2
 
@@ -25,8 +27,8 @@ def _read_json_file(path: str, what: str):
     except OSError as exc:
         raise CliError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     try:
-        return json.loads(raw)  # bytes: UTF-8 with or without BOM (and UTF-16/32) are detected
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return loads_json(raw)  # bytes: UTF-8 with or without BOM (and UTF-16/32) are detected
+    except (InvalidJson, UnicodeDecodeError) as exc:
         raise CliError(f"{what} {path} is not valid JSON: {exc}") from None
 
 
@@ -81,9 +83,9 @@ def _read_jsonl(path: str, what: str) -> list[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{what} {path} line {number}: not valid JSON: {exc.msg}") from None
+            rows.append((number, loads_json(line)))
+        except InvalidJson as exc:
+            raise CliError(f"{what} {path} line {number}: not valid JSON: {exc.reason}") from None
     if not rows:
         raise CliError(f"{what} {path} holds no rows")
     return rows
@@ -160,8 +162,17 @@ def _run_icq(args: argparse.Namespace) -> int:
     return 0
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Bad arguments end like any invalid input: one ``error: ...`` line and exit status 2,
+    instead of argparse's usage block. Subcommand parsers inherit this class."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {' '.join(message.split())} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_INVALID_INPUT)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m scoring", description="ExpBench scorers.")
+    parser = OneLineErrorParser(prog="python -m scoring", description="ExpBench scorers.")
     scorers = parser.add_subparsers(dest="scorer", required=True, metavar="SCORER")
 
     expmrc = scorers.add_parser("expmrc", help="ExpMRC answer + evidence F1 (official eval_expmrc.py output)")

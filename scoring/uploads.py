@@ -8,6 +8,8 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
+
 
 class InvalidPredictions(ValueError):
     """An uploaded prediction file is rejected (one line; ids, fields, lines; no gold text)."""
@@ -74,6 +76,33 @@ class Problems:
         raise InvalidPredictions(f"{summary}: {shown}" + (f"; and {more} more" if more > 0 else ""))
 
 
+class InvalidJson(ValueError):
+    """``json.loads`` refused a text. The message is one gold-free phrase without a "not valid
+    JSON" prefix; ``reason`` is the same without the position, for callers that number lines."""
+
+    def __init__(self, reason: str, lineno: int | None = None, colno: int | None = None):
+        super().__init__(reason if lineno is None else f"{reason} at line {lineno}, column {colno}")
+        self.reason = reason
+
+
+def loads_json(text: str | bytes, **hooks):
+    """``json.loads`` with every way it refuses a text turned into one :class:`InvalidJson`:
+    bad syntax (with line and column), nesting deep enough to exhaust the stack, and integers
+    longer than Python's conversion limit (4300 digits by default), which ``int()`` refuses
+    with a plain ValueError. A UnicodeDecodeError (undetectable encoding of bytes) is left to
+    the caller, who knows how to word it. Hooks must not raise ValueError."""
+    try:
+        return json.loads(text, **hooks)
+    except json.JSONDecodeError as exc:
+        raise InvalidJson(exc.msg, exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise InvalidJson("nested too deeply") from None
+    except UnicodeDecodeError:
+        raise
+    except ValueError:
+        raise InvalidJson(f"a number has more than {sys.get_int_max_str_digits()} digits") from None
+
+
 def show(value: str, limit: int = 40) -> str:
     """A submitter's own string, quoted on one line and shortened."""
     return json.dumps(value if len(value) <= limit else value[: limit - 3] + "...")
@@ -104,11 +133,9 @@ def load_json_object(raw: bytes | str, *, max_bytes: int, expected: str):
         raise InvalidPredictions(f"prediction file is {len(raw):,} bytes, over the limit of {max_bytes:,} bytes")
     text = decode_utf8(bytes(raw))
     try:
-        document = json.loads(text, object_pairs_hook=JsonObject)
-    except json.JSONDecodeError as exc:
-        raise InvalidPredictions(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except RecursionError:
-        raise InvalidPredictions("not valid JSON for a prediction file: nested too deeply") from None
+        document = loads_json(text, object_pairs_hook=JsonObject)
+    except InvalidJson as exc:
+        raise InvalidPredictions(f"not valid JSON: {exc}") from None
     if not isinstance(document, JsonObject):
         raise InvalidPredictions(f"top level must be a JSON object {expected}, found {json_type(document)}")
     return text, document

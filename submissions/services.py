@@ -142,7 +142,29 @@ def submission_upload_name():
 
 
 def run_scoring(submission):
-    """Score a claimed (running) submission and store the result. Called by the worker."""
+    """Score a claimed (running) submission and store the result. Called by the worker.
+
+    Any unexpected exception (scorer, confidence intervals, storing) fails the run at once as
+    a scorer error: left running, it would wait for the reaper to call it a lost worker."""
+    try:
+        finished = _score_and_store(submission)
+    except Exception as exc:
+        # Only the exception type is logged: messages could quote gold text.
+        log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
+        return lifecycle.fail_run(
+            submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
+        )
+    if finished and submission.status == Status.SCORED and submission.task.kind in (
+            "span", "multichoice", "classification"):
+        from . import diagnostics
+
+        diagnostics.schedule(submission)
+    return finished
+
+
+def _score_and_store(submission):
+    """Read, parse, score and store: the run ends scored, rejected (invalid file) or failed
+    (file lost). Returns whether this attempt still owned the run and finished it."""
     scorer = scorer_for(submission.task, submission.kind)
     try:
         with submission.file.open("rb") as handle:
@@ -154,15 +176,8 @@ def run_scoring(submission):
         predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
     except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
-    try:
-        run = scorer.score(submission.task, submission.test_set, predictions)
-    except Exception as exc:
-        # Only the exception type is logged: messages could quote gold text.
-        log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
-        return lifecycle.fail_run(
-            submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
-        )
-    stored = lifecycle.store_scores(
+    run = scorer.score(submission.task, submission.test_set, predictions)
+    return lifecycle.store_scores(
         submission,
         scores=run.scores,
         ci=confidence_intervals(submission.task, run.item_rows),
@@ -172,11 +187,6 @@ def run_scoring(submission):
         scorer_version=scorer.version,
         details=run.details,
     )
-    if stored and submission.task.kind in ("span", "multichoice", "classification"):
-        from . import diagnostics
-
-        diagnostics.schedule(submission)
-    return stored
 
 
 def confidence_intervals(task, item_rows):

@@ -8,6 +8,14 @@ from django.core.management import CommandError, call_command
 
 from benchmark.models import ReportedResult, Task
 from benchmark.models import TestSet as HiddenSet  # not "Test*": pytest would try to collect it
+from benchmark.quackie_tracks import import_quackie
+from benchmark.test_sets import (
+    ImportRefused,
+    import_checklist,
+    import_classification,
+    import_multichoice_reference,
+    read_expmrc_json,
+)
 from tests.factories import FIXTURE_TASKS, FIXTURES, fixture_gold, make_task
 
 pytestmark = pytest.mark.django_db
@@ -145,7 +153,10 @@ def _race_with_bad_letter():
 @pytest.mark.parametrize(
     "content, expected",
     [
-        (b'{"version": "expmrc-squad-x",\n "data": [}', r"bad\.json: not JSON: .* at line 2 column \d+"),
+        (b'{"version": "expmrc-squad-x",\n "data": [}', r"bad\.json: not JSON: .* at line 2, column \d+"),
+        (b'{"version": "expmrc-squad-x", "data": [' + b"7" * 5000 + b"]}",
+         r"bad\.json: not JSON: a number has more than 4300 digits$"),
+        (b"[" * 100_000 + b"]" * 100_000, r"bad\.json: not JSON: nested too deeply$"),
         (b'{"version": "expmrc-squad-\xff", "data": []}', r"bad\.json: not UTF-8 \(byte 26\)"),
         (b"[]", r"bad\.json: top level must be a JSON object, found (an )?array"),
         (_squad_without_evidences(), r"bad\.json: data\[0\]\.paragraphs\[0\]\.qas\[1\]\.evidences is missing"),
@@ -154,7 +165,7 @@ def _race_with_bad_letter():
         (b'{"version": "expmrc-squad-x", "data": []}', r"bad\.json: data holds no questions"),
         (_race_with_bad_letter(), r"bad\.json: data\[1\]\.answers\[0\] must be one of the question's option letters A, B, C, D$"),
     ],
-    ids=["not-json", "not-utf8", "not-object", "missing-evidences", "unsupported-version", "no-data", "empty",
+    ids=["not-json", "too-long-integer", "too-deep", "not-utf8", "not-object", "missing-evidences", "unsupported-version", "no-data", "empty",
          "bad-letter"],
 )
 def test_malformed_files_are_refused_clearly_and_nothing_is_created(tmp_path, content, expected):
@@ -163,6 +174,30 @@ def test_malformed_files_are_refused_clearly_and_nothing_is_created(tmp_path, co
     with pytest.raises(CommandError, match=expected):
         run_import(path, "expmrc-new", "v1", "--name", "New task")
     assert Task.objects.count() == 0 and HiddenSet.objects.count() == 0
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b'{"data": [' + b"7" * 5000 + b"]}", "a number has more than 4300 digits"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+], ids=["too-long-integer", "too-deep"])
+def test_every_importer_refuses_json_that_fails_without_a_decode_error(tmp_path, content, fragment):
+    """json.loads refuses these with a plain ValueError / RecursionError: each importer must
+    still end in ImportRefused (a clean command error), not a traceback."""
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    make_task("expmrc-race")
+    importers = [
+        lambda: read_expmrc_json(path),
+        lambda: import_multichoice_reference(path, task_slug="expmrc-race", version="r1"),
+        lambda: import_classification(path, task_slug="nli-new", split="test", version="1", task_name="NLI"),
+        lambda: import_checklist(path, task_slug="checklist-new", version="1"),
+        lambda: import_quackie(path, name="quackie-new", version="1"),
+    ]
+    for importer in importers:
+        with pytest.raises(ImportRefused) as info:
+            importer()
+        assert "bad.json" in str(info.value) and fragment in str(info.value)
+        assert "\n" not in str(info.value)
 
 
 def test_refusal_does_not_quote_the_gold_value(tmp_path):

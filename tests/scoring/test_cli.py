@@ -94,3 +94,60 @@ def test_unreadable_files(tmp_path):
 
 def test_size_limit_option(tmp_path):
     assert_one_line_error(run(f"{FIXTURES}/mc_gold.json", f"{FIXTURES}/mc_pred.json", "--max-bytes", "10"), "limit")
+
+
+def test_prediction_integer_over_the_conversion_limit(tmp_path):
+    pred = tmp_path / "pred.json"
+    pred.write_text('{"en-1": {"answer": ' + "9" * 5000 + ', "evidence": "y"}}')
+    assert_one_line_error(run(f"{FIXTURES}/span_gold.json", pred), "invalid prediction file",
+                          "more than 4300 digits")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('{"version": "expmrc-squad-x", "data": [' + "7" * 5000 + "]}", "more than 4300 digits"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+])
+def test_gold_that_json_loads_refuses_without_a_decode_error(tmp_path, text, fragment):
+    gold = tmp_path / "gold.json"
+    gold.write_text(text)
+    assert_one_line_error(run(gold, f"{FIXTURES}/span_pred.json"), f"gold file {gold} is not valid JSON", fragment)
+
+
+def run_module(*args):
+    return subprocess.run([sys.executable, "-m", "scoring", *map(str, args)],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_icq_jsonl_line_with_an_integer_over_the_conversion_limit(tmp_path):
+    test = tmp_path / "test.jsonl"
+    test.write_text('{"id": "a", "premise": "p", "hypothesis": "h", "label": "x"}\n{"id": ' + "1" * 5000 + "}\n")
+    result = run_module("icq", "--reference", "tests/fixtures/icq/nli_reference.jsonl", "--test", test)
+    assert_one_line_error(result, f"test file {test} line 2: not valid JSON: a number has more than 4300 digits")
+
+
+@pytest.mark.parametrize("args, fragments", [
+    ((), ["python -m scoring:", "required: SCORER"]),
+    (("nope",), ["invalid choice: 'nope'"]),
+    (("expmrc",), ["python -m scoring expmrc:", "required: GOLD.json, PRED.json"]),
+    (("expmrc", "g.json", "p.json", "extra.json"), ["unrecognized arguments: extra.json"]),
+    (("expmrc", "g.json", "p.json", "--max-bytes", "lots"), ["--max-bytes: invalid int value: 'lots'"]),
+    (("icq", "--test", "s.jsonl"), ["python -m scoring icq:", "required: --reference"]),
+    (("icq", "--reference", "r.jsonl", "--test", "s.jsonl", "--language", "fr"), ["--language: invalid choice"]),
+    (("quackie", "gold.json"), ["python -m scoring quackie:", "required: SCORES.json"]),
+])
+def test_bad_arguments_are_one_error_line_not_a_usage_block(args, fragments):
+    result = run_module(*args)
+    assert_one_line_error(result, *fragments, "--help")
+    assert "usage:" not in result.stderr
+
+
+def test_help_still_prints_the_usage():
+    result = run_module("expmrc", "--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage: python -m scoring expmrc")
+
+
+def test_quackie_gold_with_an_integer_over_the_conversion_limit(tmp_path):
+    gold = tmp_path / "gold.json"
+    gold.write_text('{"s-1": {"sentences": ["a"], "gt_candidates": [[' + "1" * 5000 + "]]}}")
+    result = run_module("quackie", gold, "tests/fixtures/quackie/scores.json")
+    assert_one_line_error(result, f"gold file {gold} is not valid JSON: a number has more than 4300 digits")

@@ -142,6 +142,48 @@ def test_left_single_quote_is_kept_while_right_single_quote_is_dropped():
     assert tokens("‘x’") == ["‘", "x"]
 
 
+# ----------------------------------------------------------------- NLTK 3.9.2 tokenization
+# Reference §6: nltk 3.9.3+ splits dashes inside words and 3.10.1+ splits a leading apostrophe
+# off; the official figures are those of nltk <= 3.9.2, so these pins fail on a silent upgrade.
+
+def test_nltk_is_the_pinned_release():
+    assert nltk.__version__ == "3.9.2"
+
+
+def test_a_leading_apostrophe_stays_on_its_word():
+    assert mixed_segmentation("'The cat") == ["'The", "cat"]
+    assert tokens("he said 'The end'") == ["he", "said", "'the", "end"]  # "'The" is no article
+    assert f1_against_references(["Melbourne"], "'The Melbourne") == pytest.approx(2 / 3)
+
+
+def test_a_str_ed_list_keeps_the_apostrophe_on_the_word():
+    # §7.8: a span answer ["Melbourne"] is scored as "['Melbourne']"
+    assert mixed_segmentation(["Melbourne"]) == ["[", "'Melbourne", "'", "]"]
+    assert f1_against_references(["Melbourne"], ["Melbourne"]) == 0.0
+
+
+@pytest.mark.parametrize("dash", ["\u2012", "\u2013", "\u2014", "\u2015"])
+def test_a_dash_between_words_is_not_split(dash):
+    assert mixed_segmentation(f"1869{dash}1909") == [f"1869{dash}1909"]
+    assert f1_against_references([f"1869{dash}1909"], f"1869 {dash} 1909") == 0.0
+
+
+def test_spaced_dashes_and_angle_brackets_are_kept_as_tokens():
+    # §7.3: "—" and "〈〉" are neither special items nor ASCII punctuation
+    assert tokens("x \u2014 y") == ["x", "\u2014", "y"]
+    assert tokens("x \u2013 y") == ["x", "\u2013", "y"]
+    assert tokens("〈世界〉") == ["〈", "世", "界", "〉"]
+    assert tokens("《世界》") == ["世", "界"]  # the book-title marks are special items, dropped
+    assert mixed_segmentation("〈x〉") == ["〈x〉"]  # next to Latin text, NLTK keeps them on the word
+    assert f1_against_references(["世界"], "〈世界〉") == pytest.approx(2 / 3)
+
+
+def test_contractions_and_possessives_are_kept_as_multi_character_tokens():
+    assert mixed_segmentation("isn't it") == ["is", "n't", "it"]
+    assert tokens("John's car") == ["john", "'s", "car"]
+    assert f1_against_references(["John car"], "John's car") == pytest.approx(0.8)
+
+
 # ----------------------------------------------------------------- F1
 
 def test_f1_is_a_bag_of_tokens_score():

@@ -119,6 +119,18 @@ def test_absurdly_deep_nesting_is_rejected_not_crashing():
     assert "nested too deeply" in rejected(b"[" * 100_000 + b"]" * 100_000)
 
 
+@pytest.mark.parametrize("number", ["9" * 5000, "-" + "1" * 4301])
+def test_integer_over_the_conversion_limit_is_rejected_not_crashing(number):
+    # int() refuses over 4300 digits with a plain ValueError, which is not a JSONDecodeError
+    raw = '{"en-1": {"answer": %s, "evidence": "y"}}' % number
+    assert rejected(raw) == "not valid JSON: a number has more than 4300 digits"
+
+
+def test_long_fractions_are_not_limited():
+    raw = '{"en-1": {"answer": %s, "evidence": "y"}}' % ("0." + "1" * 5000)
+    assert 'field "answer"' in rejected(raw)
+
+
 @pytest.mark.parametrize("raw, found", [
     (b"[]", "an array"), (b'"en-1"', "a string"), (b"null", "null"), (b"3", "a number"), (b"true", "a boolean"),
 ])

@@ -116,6 +116,9 @@ def test_partial_file_scores_missing_questions_as_zero(client, task):
         ({"no-such-id": {"answer": "x", "evidence": "y"}}, "no-such-id"),
         (b'{"fx-squad-1": {"answer": "a", "evidence": "b"}, "fx-squad-1": {"answer": "a", "evidence": "b"}}',
          "fx-squad-1"),
+        # json.loads fails on these with a plain ValueError / RecursionError, not JSONDecodeError
+        (b'{"fx-squad-1": {"answer": ' + b"9" * 5000 + b', "evidence": "y"}}', "more than 4300 digits"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     ],
 )
 def test_invalid_files_get_a_400_with_a_precise_message(client, task, content, expected):

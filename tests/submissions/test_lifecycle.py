@@ -1,4 +1,5 @@
 """The status machine, idempotent scoring and the reaper."""
+import logging
 from datetime import timedelta
 
 import pytest
@@ -95,6 +96,21 @@ def test_scorer_crash_is_a_platform_failure_without_gold_in_the_message(queued, 
     failed = Submission.objects.get(pk=queued.pk)
     assert failed.error_category == ErrorCategory.SCORER_ERROR
     assert "1874" not in failed.error_message
+
+
+def test_a_crash_after_the_scorer_fails_the_run_at_once_logging_only_the_type(queued, settings, caplog):
+    # A real fault past scorer.score: the bootstrap refuses 0 resamples, so computing the
+    # confidence intervals raises. The run must fail now as a scorer error, not stay running
+    # until the reaper calls it a lost worker.
+    settings.BOOTSTRAP_RESAMPLES = 0
+    with caplog.at_level(logging.ERROR, logger="submissions.services"):
+        assert score_submission(queued.pk) == Status.FAILED
+    failed = Submission.objects.get(pk=queued.pk)
+    assert failed.error_category == ErrorCategory.SCORER_ERROR
+    assert failed.finished_at is not None and failed.lease_expires_at is None
+    assert failed.scores == {} and failed.item_scores == []
+    logged = [record.getMessage() for record in caplog.records if record.name == "submissions.services"]
+    assert logged == [f"submission {queued.pk}: scorer raised ValueError"]  # the type, never the message
 
 
 def test_missing_stored_file_fails_cleanly(queued):
