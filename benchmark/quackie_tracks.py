@@ -11,6 +11,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from scoring.uploads import InvalidJson, loads_json
+
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet, Track
 from .test_sets import ImportRefused
 
@@ -42,10 +44,10 @@ def import_quackie(path, *, name, version):
     path = Path(path)
     try:
         raw = path.read_bytes()
-        squad = json.loads(raw.decode("utf-8-sig"))
+        squad = loads_json(raw.decode("utf-8-sig"))
     except OSError as exc:
         raise ImportRefused(f"cannot read {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, InvalidJson) as exc:
         raise ImportRefused(f"{path.name}: not UTF-8 JSON ({exc})") from None
     try:
         samples, stats = quackie.squad_samples(squad)
@@ -71,21 +73,58 @@ def register_model(*, slug, name, kind, path, description=""):
     return model
 
 
+def track_slug(interpretation_set, hosted_model):
+    return f"quackie-{interpretation_set.name}-{hosted_model.slug}"
+
+
 @transaction.atomic
 def create_track(interpretation_set, hosted_model):
-    """The task ``quackie-<set>-<model>`` and its track; inclusion runs on a worker."""
-    slug = f"quackie-{interpretation_set.name}-{hosted_model.slug}"[:50]
-    task, _ = Task.objects.get_or_create(
-        slug=slug,
-        defaults={"benchmark": ensure_quackie_benchmark(), "kind": Task.INTERPRETATION, "language": "en",
-                  "name": f"{interpretation_set.name} · {hosted_model.name}",
-                  "description": f"Explain {hosted_model.name} ({hosted_model.get_kind_display()}) on "
-                                 f"{interpretation_set.name}: one score per sentence, higher = more important."})
-    track, created = Track.objects.get_or_create(
-        task=task, defaults={"interpretation_set": interpretation_set, "hosted_model": hosted_model,
-                             "total": interpretation_set.n_samples})
-    if created or track.status == Track.FAILED:
+    """The task ``quackie-<set name>-<model slug>`` and its track; inclusion runs on a worker.
+
+    Idempotent for the same set version and model (a failed inclusion run is sent again). The
+    track is identified by the set's *name* and the model: given another version of the same set,
+    the existing track is re-pointed to it and its inclusion flags are recomputed; the result
+    becomes a new hidden test set version of the task (the board shows the submissions scored on
+    the current version; older submissions keep theirs). Refused with :class:`ImportRefused`: a
+    slug longer than a task slug holds (never truncated: two long names would share a track), a
+    slug already taken by another task or by the track of another (set, model) pair (names with
+    hyphens can collide, e.g. set ``a-b`` x model ``c`` and set ``a`` x model ``b-c``), and
+    re-pointing while the track's inclusion flags are being computed."""
+    slug = track_slug(interpretation_set, hosted_model)
+    limit = Task._meta.get_field("slug").max_length
+    if len(slug) > limit:
+        raise ImportRefused(f"the track's task slug {slug} would be {len(slug)} characters, more than the {limit} "
+                            "a task slug holds: use a shorter set name or model slug")
+    task = Task.objects.select_for_update().filter(slug=slug).first()
+    if task is None:
+        task = Task.objects.create(
+            slug=slug, benchmark=ensure_quackie_benchmark(), kind=Task.INTERPRETATION, language="en",
+            name=f"{interpretation_set.name} · {hosted_model.name}",
+            description=f"Explain {hosted_model.name} ({hosted_model.get_kind_display()}) on "
+                        f"{interpretation_set.name}: one score per sentence, higher = more important.")
+        track = Track.objects.create(task=task, interpretation_set=interpretation_set, hosted_model=hosted_model,
+                                     total=interpretation_set.n_samples)
         schedule_inclusion(track)
+        return track
+    track = Track.objects.select_related("interpretation_set", "hosted_model").filter(task=task).first()
+    if track is None:
+        raise ImportRefused(f"task {slug} already exists and is not a QUACKIE track: use another set name or "
+                            "model slug")
+    if track.hosted_model_id != hosted_model.pk or track.interpretation_set.name != interpretation_set.name:
+        raise ImportRefused(f"task {slug} is already the track of set {track.interpretation_set.name} x model "
+                            f"{track.hosted_model.slug}, not of set {interpretation_set.name} x model "
+                            f"{hosted_model.slug}: use another set name or model slug")
+    if track.interpretation_set_id != interpretation_set.pk:
+        moved = Track.objects.filter(pk=track.pk).exclude(status=Track.RUNNING).update(
+            interpretation_set=interpretation_set, total=interpretation_set.n_samples, updated_at=timezone.now())
+        if not moved:
+            raise ImportRefused(f"track {slug}: the inclusion flags of {track.interpretation_set} are being computed; "
+                                f"move it to {interpretation_set} when that run has finished")
+        log.info("track %s moved from %s to %s", slug, track.interpretation_set, interpretation_set)
+        schedule_inclusion(track)
+    elif track.status == Track.FAILED:
+        schedule_inclusion(track)
+    track.refresh_from_db()
     return track
 
 
@@ -116,13 +155,20 @@ def send_inclusion(track_id):
 def compute_inclusion(track, *, batch_size=16, progress=None):
     """Inclusion flags (official filter): <= 512 tokens with the model's tokenizer, has an answer
     (every stored sample has one), model predicts "answerable". Then the included samples become
-    the track's hidden test set."""
+    the track's hidden test set.
+
+    A QA model predicts one sample at a time, as the official filter does: its padding is not
+    masked (reference quackie.md §5), so P(answer) of a short sample padded in a batch with a
+    long one differs and a decision near 0.5 can flip. A classifier masks its padding, so it
+    predicts ``batch_size`` samples at a time (same numbers, faster)."""
     from scoring.hosted_model import load_hosted_model
 
     samples = InterpretationSet.objects.only("samples").get(pk=track.interpretation_set_id).samples
     Track.objects.filter(pk=track.pk).update(status=Track.RUNNING, done=0, total=len(samples), error="",
                                              updated_at=timezone.now())
-    model = load_hosted_model(track.hosted_model.path, track.hosted_model.kind, batch_size=batch_size)
+    kind = track.hosted_model.kind
+    model = load_hosted_model(track.hosted_model.path, kind,
+                              batch_size=1 if kind == HostedModel.QA else batch_size)
     inclusion = {}
     for start in range(0, len(samples), batch_size):
         batch = samples[start:start + batch_size]

@@ -154,7 +154,12 @@ def _seeded_numpy(seed: int):
 
 
 def _unique_predict(model, question: str, texts: Sequence[str]) -> np.ndarray:
-    """``model.predict_proba(question, texts)`` computing each distinct text once, batched."""
+    """``model.predict_proba(question, texts)``, batched; a classifier computes each distinct
+    text once. A QA model gets every text, in order, as officially: its padding is not masked,
+    so removing duplicates would change which texts share a batch, and so the numbers."""
+    if getattr(model, "kind", None) == "qa":
+        texts = [str(text) for text in texts]
+        return model.predict_proba(question, texts) if texts else np.zeros((0, 2))
     first: dict[str, int] = {}
     inverse = [first.setdefault(str(text), len(first)) for text in texts]
     if not first:

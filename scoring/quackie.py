@@ -16,7 +16,10 @@ Pure functions over plain Python / numpy values (no Django). Behaviour follows
   (first on ties). A score vector of the wrong length is a "fail": NaN for all metrics,
   excluded from the means and counted;
 - the **extended** metrics (``hpd_rank``, ``snr_raw``) are what the paper's text describes:
-  the same HPD and SNR formulas applied to the raw scores, with the same best candidate.
+  the same HPD and SNR formulas applied to the raw scores, with the same best candidate;
+- every per-sample metric and every aggregate is a finite number or None: an SNR that is not a
+  finite double (noise ~1e-150 of the signal, raw scores only) is undefined and counted like a
+  zero noise, where the official code would give NaN or inf.
 
 Aggregates are plain fractions (the website shows them x100 with 2 decimals:
 :func:`official_percent`). Error messages name paths, ids, indices and JSON types, never gold
@@ -35,11 +38,13 @@ from typing import Any
 import numpy as np
 
 from .uploads import (
+    InvalidJson,
     InvalidPredictions,
     JsonObject,
     Problems,
     json_type,
     load_json_object,
+    loads_json,
     show,
 )
 
@@ -247,15 +252,32 @@ def _hpd(gt: np.ndarray, values: np.ndarray) -> float:
     return np.count_nonzero(gt & detect) / detected if detected else 0.0
 
 
+def _scaled_down(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(values / 2**e, e)`` with the largest magnitude in [0.5, 1): a power-of-two rescale is
+    exact, so ratios and means come out as before, but sums of huge values cannot overflow."""
+    peak = float(np.abs(values).max()) if values.size else 0.0
+    exponent = int(np.frexp(peak)[1]) if peak > 0 and math.isfinite(peak) else 0
+    return np.ldexp(values, -exponent), exponent
+
+
 def _snr(gt: np.ndarray, values: np.ndarray) -> float | None:
-    """Official ``snr_score``: (mean GT - mean rest)^2 / var(rest) with the population variance;
-    None when there is no rest or the rest is constant (a zero noise)."""
+    """Official ``snr_score``: (mean GT - mean rest)^2 / var(rest) with the population variance.
+
+    None (undefined) when there is no rest, the rest is constant (a zero noise), or the ratio is
+    not a finite double. The last case only arises on raw scores (``snr_raw``) whose noise is
+    ~1e-150 of the signal or less, e.g. ``[1, 0, 1e-170]``: the official ``s**2 / noise**2``
+    gives NaN there when the float std underflows to 0 (its ``noise == 0`` check) and +inf when
+    only the squares under/overflow, and an inf would make the whole nanmean inf. We count
+    both as undefined, like a zero noise. On the binarised vector the ratio is at most n - 2.
+    """
     rest = values[~gt]
     if rest.size == 0 or rest.min() == rest.max():  # exactly "std == 0", without round-off
         return None
-    signal = values[gt].mean() - rest.mean()
-    noise = rest.std()
-    return float(signal ** 2 / noise ** 2)
+    scaled, _ = _scaled_down(values)  # SNR is scale-free
+    with np.errstate(all="ignore"):
+        signal = scaled[gt].mean() - scaled[~gt].mean()
+        snr = (signal / scaled[~gt].std()) ** 2
+    return float(snr) if np.isfinite(snr) else None
 
 
 _FAILED = {"fail": True, "candidate": None, **{name: None for name in _SAMPLE_METRICS}}
@@ -274,8 +296,9 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
     Returns ``{"fail", "candidate", "iou", "hpd", "snr", "hpd_rank", "snr_raw"}``; ``candidate``
     is the index of the GT candidate used (best Jaccard against the binarised scores, first on
     ties). Scores of the wrong length, NaN scores (SPEC §6) or not a flat sequence of numbers
-    fail: every metric is None. ``snr`` / ``snr_raw`` are None when undefined; ``snr_raw`` also
-    when a score is infinite.
+    fail: every metric is None. ``snr`` / ``snr_raw`` are None when undefined (no rest, a
+    constant rest, or a ratio that is not a finite double: see :func:`_snr`); ``snr_raw`` also
+    when a score is infinite. Every number returned is finite.
     """
     candidates = gt_candidates if isinstance(gt_candidates, np.ndarray) and gt_candidates.dtype == bool \
         else _as_candidates(gt_candidates)
@@ -306,11 +329,17 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
 
 
 def _mean_std(values: list) -> tuple[float | None, float | None]:
+    """nanmean and nanstd (population) of the defined values; None over no value. Computed on
+    power-of-two rescaled values, so huge finite values (an ``snr_raw`` near the double limit)
+    cannot overflow the sum into inf; a result that is still not finite is None."""
     present = np.array([value for value in values if value is not None], dtype=float)
     present = present[~np.isnan(present)]
     if present.size == 0:
         return None, None
-    return float(present.mean()), float(present.std())
+    scaled, exponent = _scaled_down(present)
+    with np.errstate(all="ignore"):
+        mean, std = np.ldexp(scaled.mean(), exponent), np.ldexp(scaled.std(), exponent)
+    return (float(mean) if np.isfinite(mean) else None), (float(std) if np.isfinite(std) else None)
 
 
 def score(gold: Mapping[str, Mapping], scores: Mapping[str, Sequence[float]]) -> dict:
@@ -469,11 +498,9 @@ def _read_gold(path: str) -> dict[str, dict]:
     except OSError as exc:
         raise _CliError(f"cannot read gold file {path}: {exc.strerror or exc}") from None
     try:
-        document = json.loads(raw, object_pairs_hook=_reject_duplicate_keys)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        document = loads_json(raw, object_pairs_hook=_reject_duplicate_keys)
+    except (InvalidJson, UnicodeDecodeError) as exc:
         raise _CliError(f"gold file {path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise _CliError(f"gold file {path} is not valid JSON: nested too deeply") from None
     except _CliError as exc:
         raise _CliError(f"invalid gold file {path}: {exc}") from None
     try:
@@ -519,8 +546,9 @@ def run(gold_path: str, scores_path: str, *, max_bytes: int = DEFAULT_MAX_BYTES)
 
 
 def summary_line(result: Mapping) -> str:
-    """The CLI's JSON line: fractions, None (and any NaN) as null."""
-    fields = {key: None if isinstance(value, float) and math.isnan(value) else value
+    """The CLI's JSON line: fractions, None and any non-finite number (NaN, +-inf) as null
+    (strict JSON has no literal for them)."""
+    fields = {key: None if isinstance(value, float) and not math.isfinite(value) else value
               for key, value in summary(result).items()}
     return json.dumps(fields, allow_nan=False)
 

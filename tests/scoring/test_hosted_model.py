@@ -192,3 +192,10 @@ def test_loading_errors(tmp_path, model_dirs):
         (tmp_path / "three" / name).write_bytes((model_dirs["classification"] / name).read_bytes())
     with pytest.raises(ModelLoadError, match="2 labels"):
         load_hosted_model(tmp_path / "three", "classification")
+
+
+def test_default_batch_sizes_follow_the_kind(model_dirs):
+    # QA: the official baselines' --batch_size 2 (unmasked padding makes it matter)
+    assert load_hosted_model(model_dirs["qa"], "qa").batch_size == 2
+    assert load_hosted_model(model_dirs["classification"], "classification").batch_size == 8
+    assert load_hosted_model(model_dirs["qa"], "qa", batch_size=5).batch_size == 5

@@ -161,3 +161,29 @@ def test_word_weights_to_sentences_copy_the_official_lookups():
 def test_contexts_without_words_score_zero(models):
     assert I.interpret("LIME_10_sum", models["qa"], QUESTION, "...", ["..."]) == [0.0]
     assert I.interpret("SHAP_10_max", models["qa"], QUESTION, "... !", ["...", "!"]) == [0.0, 0.0]
+
+
+def test_qa_models_get_every_perturbed_text_in_order_at_the_official_batch_size(tmp_path):
+    """A QA model's padding is not masked, so its numbers depend on which texts share a batch:
+    LIME's perturbed texts go to the model as lime gives them (duplicates included) in batches
+    of 2, as the official baselines ran; removing duplicates would regroup them."""
+    from lime.lime_text import LimeTextExplainer
+
+    model = load_hosted_model(build_tiny_qa_model(tmp_path / "qa", seed=6), "qa")
+    assert model.batch_size == 2  # the official --batch_size
+    context = "Paris is large. It hosts the Louvre."  # 6 words: 100 perturbations must repeat some
+
+    def lime_weights(classifier_fn):
+        explainer = LimeTextExplainer(random_state=I.sample_seed(0, QUESTION))
+        explanation = explainer.explain_instance(context, classifier_fn, num_samples=100)
+        return dict(explanation.as_list(label=1))
+
+    def deduplicated(texts):
+        unique = list(dict.fromkeys(texts))
+        probabilities = model.predict_proba(QUESTION, unique)
+        return probabilities[[unique.index(text) for text in texts]]
+
+    official = lime_weights(lambda texts: model.predict_proba(QUESTION, list(texts)))
+    assert I.lime_word_weights(model, QUESTION, context, 100) == pytest.approx(official, abs=1e-12)
+    assert lime_weights(deduplicated) != pytest.approx(official, abs=1e-9)  # the difference is real
+

@@ -2,11 +2,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import HostedModel, InterpretationSet
 from benchmark.quackie_tracks import compute_inclusion, create_track
+from benchmark.test_sets import ImportRefused
 
 
 class Command(BaseCommand):
     help = ("Create the QUACKIE track (task quackie-<set>-<model>) of an interpretation set and a hosted model; "
-            "the inclusion flags are computed by a worker on the models queue, or here with --now.")
+            "the inclusion flags are computed by a worker on the models queue, or here with --now. Given a new "
+            "version of a set, the existing track of that set name and model moves to it.")
 
     def add_arguments(self, parser):
         parser.add_argument("--set", required=True, help="interpretation set name (latest version)")
@@ -18,8 +20,11 @@ class Command(BaseCommand):
         model = HostedModel.objects.filter(slug=opts["model"]).first()
         if iset is None or model is None:
             raise CommandError("unknown " + ("interpretation set" if iset is None else "hosted model"))
-        track = create_track(iset, model)
-        self.stdout.write(f"track {track.task.slug} ({track.status})")
+        try:
+            track = create_track(iset, model)
+        except ImportRefused as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"track {track.task.slug} on {track.interpretation_set} ({track.status})")
         if opts["now"]:
             included = compute_inclusion(track, progress=lambda d, t: self.stdout.write(f"\r  {d}/{t}", ending=""))
             self.stdout.write(f"\n{track.task.slug}: {included} of {iset.n_samples} samples included")
