@@ -19,6 +19,12 @@ Choices the seed leaves open (documented here and in each property's ``note``):
   test-set size: SQuAD passages come out between ~4,500 and ~19,000, the order of magnitude of
   the original plots (~1,000-10,000 raw counts from an unnamed list). The wordfreq package
   (an external list) was not used, to add no dependency and no downloaded data.
+- passage length: bins of 50 up to an open last bin "600+" (``PASSAGE_LENGTH_CAP``, the
+  "600->+inf" of the original), for words (English) and characters (Chinese) alike;
+- hidden test sets (``min_group_size``): subsets smaller than that are pooled into one
+  "other (small groups)" bin, itself shown only when big enough (``pool_small_groups``), and
+  the bias score is the variance over the subsets shown on their own: the variance over all
+  subsets, next to the shown ones, would give away the F1 of a lone hidden subset.
 F1 values are taken on the 0..1 scale, so the bias is in (0..1 F1) squared units (multiply
 by 10,000 for F1 on a 0..100 scale).
 """
@@ -34,7 +40,8 @@ import numpy as np
 from nltk.tokenize import sent_tokenize
 
 import scoring.expmrc  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
-from scoring.question_types import OTHER, bin_sort_key, length_bin, question_type, value_bin
+from scoring.question_types import (
+    OTHER, SMALL_GROUPS, bin_sort_key, length_bin, pool_small_groups, question_type, value_bin)
 
 DEFAULT_BIN_WIDTHS = {
     "passage_length": 50,
@@ -42,10 +49,13 @@ DEFAULT_BIN_WIDTHS = {
     "flesch_kincaid_grade": 2,
     "word_frequency": 500,
 }
+# linguistic_subsets.json: passage-length bins "0->50, 50->100, ..., 600->+inf".
+PASSAGE_LENGTH_CAP = 600
 # The subsets of the original platform (linguistic_subsets.json), in its display order.
 ENGLISH_QUESTION_WORDS = ("which", "where", "what", "who", "how", "when", "why", OTHER)
-# The original has no "whom"/"whose" subset; both are forms of "who".
-_FOLDED_WH_WORDS = {"whom": "who", "whose": "who"}
+# The original has no "whom"/"whose" subset; both are forms of "who". Public: the question-type
+# tests of a hidden set use the same groups (see submissions.diagnostics).
+FOLDED_WH_WORDS = {"whom": "who", "whose": "who"}
 
 _WORD = re.compile(r"\w+(?:['’\-]\w+)*")
 _VOWEL_GROUP = re.compile(r"[aeiouy]+")
@@ -123,9 +133,17 @@ def _validated_items(items: Sequence[dict]) -> list[tuple[str, str, list[str], f
     return rows
 
 
-def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[str] | None = None) -> list[dict]:
+def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[str] | None = None,
+             min_group_size: int | None = None) -> dict:
     """Bins (non-empty only) with their item count and mean F1; items labelled None are left
-    out. Categorical bins follow ``order``, numeric ones their numeric order."""
+    out. Categorical bins follow ``order``, numeric ones their numeric order. With
+    ``min_group_size``, small bins are pooled (``pool_small_groups``): the pool comes last,
+    listing the bins it holds under ``pooled``, and is left out when itself too small.
+    Returns ``{"bins", "pooled_groups", "hidden_items"}`` (items in no bin shown)."""
+    pooled_names: list[str] = []
+    pool_published = True
+    if min_group_size is not None:
+        labels, pooled_names, pool_published = pool_small_groups(labels, min_group_size)
     groups: dict[str, list[float]] = {}
     for label, value in zip(labels, f1):
         if label is not None:
@@ -133,25 +151,36 @@ def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[
     if order is not None:
         names = [name for name in order if name in groups]
     else:
-        names = sorted(groups, key=bin_sort_key)
-    return [{"label": name, "n": len(groups[name]), "f1": float(np.mean(groups[name]))} for name in names]
+        names = sorted((name for name in groups if name != SMALL_GROUPS), key=bin_sort_key)
+    bins = [{"label": name, "n": len(groups[name]), "f1": float(np.mean(groups[name]))} for name in names]
+    hidden_items = 0
+    if SMALL_GROUPS in groups:
+        pool = groups[SMALL_GROUPS]
+        if pool_published:
+            bins.append({"label": SMALL_GROUPS, "n": len(pool), "f1": float(np.mean(pool)), "pooled": pooled_names})
+        else:
+            hidden_items = len(pool)
+    return {"bins": bins, "pooled_groups": pooled_names, "hidden_items": hidden_items}
 
 
 def _bias(bins: list[dict]) -> float | None:
-    """Population variance of the subset F1s; None without any subset."""
-    if not bins:
+    """Population variance of the subset F1s, the pool of small subsets not counted (it is no
+    subset of the seed's); None without any subset."""
+    values = [subset["f1"] for subset in bins if "pooled" not in subset]
+    if not values:
         return None
-    return float(np.var([subset["f1"] for subset in bins]))
+    return float(np.var(values))
 
 
-def _property(name: str, bins: list[dict], *, width, unit: str, note: str) -> dict:
+def _property(name: str, subsets: dict, *, width, unit: str, note: str) -> dict:
     return {"name": name, "applicable": True, "bin_width": width, "unit": unit,
-            "bins": bins, "bias": _bias(bins), "note": note}
+            "bins": subsets["bins"], "bias": _bias(subsets["bins"]), "note": note,
+            "pooled_groups": subsets["pooled_groups"], "hidden_items": subsets["hidden_items"]}
 
 
 def _not_applicable(name: str, note: str) -> dict:
     return {"name": name, "applicable": False, "bin_width": None, "unit": None,
-            "bins": [], "bias": None, "note": note}
+            "bins": [], "bias": None, "note": note, "pooled_groups": [], "hidden_items": 0}
 
 
 def _bin_widths(overrides: dict | None) -> dict:
@@ -167,14 +196,17 @@ def _bin_widths(overrides: dict | None) -> dict:
     return widths
 
 
-def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: dict | None = None) -> dict:
+def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: dict | None = None,
+                    min_group_size: int | None = None) -> dict:
     """Subset F1 and bias score for the five linguistic properties of seed 000.
 
     ``items``: ``{"question", "context", "answers": [gold answer texts], "f1": 0..1}``.
     ``bin_widths`` overrides the defaults ``DEFAULT_BIN_WIDTHS`` per property.
-    Returns ``{"language", "n_items", "properties": [{"name", "applicable", "bin_width",
-    "unit", "bins": [{"label", "n", "f1"}], "bias", "note"}]}``; properties in the order
-    question_words, passage_length, answer_length, flesch_kincaid_grade, word_frequency.
+    ``min_group_size`` (hidden test sets): no subset smaller than this is shown on its own.
+    Returns ``{"language", "n_items", "min_group_size", "properties": [{"name", "applicable",
+    "bin_width", "unit", "bins": [{"label", "n", "f1"}], "bias", "note", "pooled_groups",
+    "hidden_items"}]}``; properties in the order question_words, passage_length,
+    answer_length, flesch_kincaid_grade, word_frequency.
     """
     if language not in ("en", "zh"):
         raise ValueError(f"unsupported language {language!r} (expected 'en' or 'zh')")
@@ -188,22 +220,27 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
     length = (lambda text: len(words(text))) if english else character_length
     unit = "words" if english else "characters"
 
+    def subsets(labels, order=None):
+        return _subsets(labels, f1, order, min_group_size)
+
     types = [question_type(question, language) for question in questions]
     if english:
-        types = [_FOLDED_WH_WORDS.get(kind, kind) for kind in types]
+        types = [FOLDED_WH_WORDS.get(kind, kind) for kind in types]
         order = list(ENGLISH_QUESTION_WORDS)
         note = "first wh-word of the question (whom and whose count as who), other when there is none"
     else:
         order = sorted(set(types) - {OTHER}) + [OTHER]
         note = "first Chinese interrogative of the question (longest at the earliest position), other when none"
-    question_words = _property("question_words", _subsets(types, f1, order), width=None, unit="category", note=note)
+    question_words = _property("question_words", subsets(types, order), width=None, unit="category", note=note)
 
     passage_width, answer_width = int(widths["passage_length"]), int(widths["answer_length"])
     properties = [
         question_words,
-        _property("passage_length", _subsets([length_bin(length(p), passage_width) for p in passages], f1),
-                  width=passage_width, unit=unit, note=f"passage length in {unit}"),
-        _property("answer_length", _subsets([length_bin(length(a), answer_width) for a in first_answers], f1),
+        _property("passage_length",
+                  subsets([length_bin(length(p), passage_width, cap=PASSAGE_LENGTH_CAP) for p in passages]),
+                  width=passage_width, unit=unit,
+                  note=f"passage length in {unit}, {PASSAGE_LENGTH_CAP} and more in one bin"),
+        _property("answer_length", subsets([length_bin(length(a), answer_width) for a in first_answers]),
                   width=answer_width, unit=unit, note=f"length of the first gold answer in {unit}"),
     ]
     if english:
@@ -211,7 +248,7 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
         grades = {passage: flesch_kincaid_grade(passage) for passage in dict.fromkeys(passages)}
         grade_labels = [None if grades[p] is None else value_bin(grades[p], grade_width) for p in passages]
         properties.append(_property(
-            "flesch_kincaid_grade", _subsets(grade_labels, f1), width=grade_width, unit="grade",
+            "flesch_kincaid_grade", subsets(grade_labels), width=grade_width, unit="grade",
             note=("0.39 words/sentences + 11.8 syllables/words - 15.59 of the passage; sentences by NLTK "
                   "Punkt, syllables by a vowel-group heuristic; passages without words are left out")))
         frequency_width = widths["word_frequency"]
@@ -219,7 +256,7 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
         means = {passage: _mean_frequency(passage, frequencies) for passage in dict.fromkeys(passages)}
         frequency_labels = [None if means[p] is None else value_bin(means[p], frequency_width) for p in passages]
         properties.append(_property(
-            "word_frequency", _subsets(frequency_labels, f1), width=frequency_width, unit="per million words",
+            "word_frequency", subsets(frequency_labels), width=frequency_width, unit="per million words",
             note=("mean frequency of the passage's words, per million words of this test set's distinct "
                   "passages (no external frequency list is used); higher means more common vocabulary")))
     else:
@@ -227,4 +264,4 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
             "flesch_kincaid_grade", "Flesch-Kincaid grade is defined for English text only"))
         properties.append(_not_applicable(
             "word_frequency", "passage word frequency needs English word tokens; not computed for Chinese"))
-    return {"language": language, "n_items": len(rows), "properties": properties}
+    return {"language": language, "n_items": len(rows), "min_group_size": min_group_size, "properties": properties}

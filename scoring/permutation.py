@@ -16,11 +16,11 @@ reports the bare share #{...} / B; the difference is at most 1 / (B + 1).
 from __future__ import annotations
 
 import zlib
-from typing import Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from scoring.question_types import OTHER, bin_sort_key, question_type
+from scoring.question_types import OTHER, SMALL_GROUPS, bin_sort_key, pool_small_groups, question_type
 
 # Permuted count vectors are drawn in blocks of about this many numbers (8 MB of int64), so
 # 1,000,000 permutations of many groups do not need one huge array.
@@ -51,8 +51,8 @@ def _validated(groups: Sequence, correct: Sequence, n_permutations: int) -> tupl
 def _group_table(labels: list[str], outcome: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Distinct group labels in a fixed order (sorted, so the random draws and thus the
     p-value do not depend on the order of the items; numeric bins in numeric order, "other"
-    last), their sizes and correct counts."""
-    names = sorted(set(labels), key=lambda label: (label == OTHER, bin_sort_key(label)))
+    and then the pool of small groups last), their sizes and correct counts."""
+    names = sorted(set(labels), key=lambda label: (label == SMALL_GROUPS, label == OTHER, bin_sort_key(label)))
     index = {name: i for i, name in enumerate(names)}
     codes = np.fromiter((index[label] for label in labels), dtype=np.intp, count=len(labels))
     sizes = np.bincount(codes, minlength=len(names))
@@ -133,10 +133,13 @@ def one_vs_rest_tests(
     n_permutations: int = 100_000,
     seed: int = 0,
     alpha: float = 0.05,
+    exclude: Collection[str] = (),
 ) -> dict:
     """Is a category answered worse than the rest? (seed 003 §3.3)
 
-    For every group with at least ``min_items`` items (and at least one item outside it):
+    For every group with at least ``min_items`` items (and at least one item outside it), except
+    the groups named in ``exclude`` (a pool of unrelated small groups is no category to test;
+    its items still count in "the rest"):
     one-sided statistic delta = accuracy(rest) - accuracy(group), large when the group is
     harder; null: labels shuffled, i.e. the group's correct count is hypergeometric (K correct
     among N items, n drawn); p = (1 + #{delta_perm >= delta_obs}) / (1 + B). Bonferroni over
@@ -154,7 +157,7 @@ def one_vs_rest_tests(
     tests = []
     for name, size, count in zip(names, sizes, correct_counts):
         size, count = int(size), int(count)
-        if size < min_items or size == total:
+        if size < min_items or size == total or name in exclude:
             continue
         rest = total - size
         observed = (total_correct - count) / rest - count / size
@@ -213,6 +216,8 @@ def question_type_report(
     n_permutations: int = 100_000,
     seed: int = 0,
     alpha: float = 0.05,
+    min_group_size: int | None = None,
+    type_aliases: Mapping[str, str] | None = None,
 ) -> dict:
     """Seed 003 for one submission: is correctness related to question type, question length
     or context length, and which question types are answered worse than the rest?
@@ -225,6 +230,18 @@ def question_type_report(
     All tests use ``seed`` (the three categorical tests draw from independent child seeds).
     Plain JSON-able dict; group labels are also listed in display order under ``order``
     because a JSON object's key order is not preserved everywhere (PostgreSQL jsonb).
+
+    ``min_group_size`` (hidden test sets): groups smaller than this are pooled into one
+    ``SMALL_GROUPS`` group before testing (``question_types.pool_small_groups``), and the pool
+    is only listed when it is that big itself. Every item is still tested. The tests run on the
+    pooled groups, not the original ones, because the observed TVD sums one term per group: next
+    to the published groups it would give away the split of the pool's correct count between
+    its members (a group of one: that question's outcome). Pooled labels are listed per test
+    under ``pooled_groups``; pooled types get no one-vs-rest test, nor does the pool.
+
+    ``type_aliases`` merges question types before anything else (e.g. {"whose": "who"}), so
+    that the groups can match those another analysis publishes for the same items: two
+    near-identical groupings side by side would give away the items where they differ.
     """
     if not len(questions) == len(contexts) == len(correct):
         raise ValueError(
@@ -233,28 +250,40 @@ def question_type_report(
         raise ValueError("alpha must be strictly between 0 and 1")
     outcome = [bool(value) for value in correct]
     types = [question_type(question, language) for question in questions]
+    if type_aliases:
+        types = [type_aliases.get(kind, kind) for kind in types]
     question_bins, question_cuts = tertile_bins([len(question.strip()) for question in questions])
     context_bins, context_cuts = tertile_bins([len(context.strip()) for context in contexts])
 
     variables = [
-        ("question_type", types, {"kind": "first interrogative word", "language": language}),
+        ("question_type", types, {"kind": "first interrogative word", "language": language,
+                                  "merged": dict(type_aliases or {})}),
         ("question_length", question_bins, {"kind": "tertiles", "unit": "characters", "cut_points": question_cuts}),
         ("context_length", context_bins, {"kind": "tertiles", "unit": "characters", "cut_points": context_cuts}),
     ]
     threshold = alpha / len(variables)
     child_seeds = np.random.SeedSequence(seed).generate_state(len(variables))
     categorical = []
+    tested_types = types
     for (name, labels, binning), child_seed in zip(variables, child_seeds):
+        pooled, pool_published = [], True
+        if min_group_size is not None:
+            labels, pooled, pool_published = pool_small_groups(labels, min_group_size)
+        if name == "question_type":
+            tested_types = labels
         result = categorical_test(labels, outcome, n_permutations=n_permutations, seed=int(child_seed))
+        if not pool_published:
+            result["groups"].pop(SMALL_GROUPS, None)
         categorical.append({
             "variable": name,
             "binning": binning,
             **result,
             "order": list(result["groups"]),
+            "pooled_groups": pooled,
             "significant": bool(result["p_value"] < threshold),
         })
-    one_vs_rest = one_vs_rest_tests(types, outcome, min_items=10, n_permutations=n_permutations,
-                                    seed=seed, alpha=alpha)
+    one_vs_rest = one_vs_rest_tests(tested_types, outcome, min_items=10, n_permutations=n_permutations,
+                                    seed=seed, alpha=alpha, exclude={SMALL_GROUPS})
     n_correct = sum(outcome)
     return {
         "language": language,
@@ -263,6 +292,7 @@ def question_type_report(
         "accuracy": n_correct / len(outcome) if outcome else None,
         "n_permutations": int(n_permutations),
         "seed": seed,
+        "min_group_size": min_group_size,
         "p_value_formula": "(1 + #{permuted >= observed}) / (1 + n_permutations)",
         "categorical": {"alpha": alpha, "threshold": threshold, "tests": categorical},
         "one_vs_rest": {"variable": "question_type", "min_items": 10, **one_vs_rest},

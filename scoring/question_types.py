@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 _RESOURCE = Path(__file__).resolve().parent / "resources" / "question_types.json"
 _LISTS = json.loads(_RESOURCE.read_text(encoding="utf-8"))
@@ -56,20 +58,61 @@ def question_type(question: str, language: str = "en") -> str:
     raise ValueError(f"unsupported language {language!r} (expected 'en' or 'zh')")
 
 
-def length_bin(n: int, width: int) -> str:
+def length_bin(n: int, width: int, cap: int | None = None) -> str:
     """Label of the bin of width ``width`` holding the non-negative count ``n``.
 
     Bins start at multiples of ``width`` and the label gives both inclusive ends ("0-49",
-    "50-99", ...); with width 1 the label is the count itself ("3"). Sort labels with
+    "50-99", ...); with width 1 the label is the count itself ("3"). With ``cap``, every count
+    from ``cap`` up shares one open bin "<cap>+" (seed 000's "600->+inf"), and the bin just
+    below ends at ``cap - 1`` when the cap is not a multiple of the width. Sort labels with
     ``bin_sort_key``, not alphabetically ("100-149" < "50-99" as strings).
     """
     if isinstance(width, bool) or int(width) != width or width < 1:
         raise ValueError(f"bin width must be a positive integer, got {width!r}")
     if n < 0 or int(n) != n:
         raise ValueError(f"length must be a non-negative integer, got {n!r}")
+    if cap is not None and (isinstance(cap, bool) or int(cap) != cap or cap < 1):
+        raise ValueError(f"bin cap must be a positive integer, got {cap!r}")
     width, n = int(width), int(n)
+    if cap is not None and n >= cap:
+        return f"{int(cap)}+"
     low = (n // width) * width
-    return str(low) if width == 1 else f"{low}-{low + width - 1}"
+    high = low + width - 1 if cap is None else min(low + width, int(cap)) - 1
+    return str(low) if high == low else f"{low}-{high}"
+
+
+SMALL_GROUPS = "other (small groups)"
+
+
+def pool_small_groups(labels: Sequence[str | None], min_size: int) -> tuple[list[str | None], list[str], bool]:
+    """Relabel items so that no published group is smaller than ``min_size`` (SPEC §8, hidden
+    splits: a group of one question would reveal that question's outcome).
+
+    Groups with fewer than ``min_size`` items get the label ``SMALL_GROUPS``. The pool is
+    published as one group only when it has ``min_size`` items itself; items labelled None
+    (left out of every group) stay None. Hiding is not enough on its own: the totals are
+    published, so whatever is not shown can be computed by subtraction. Hence the items outside
+    the published groups must number 0 or at least ``min_size``; while they do not, the
+    smallest remaining group joins the pool (complementary suppression).
+
+    Returns (new labels, original labels that were pooled, whether the pool is published).
+    """
+    if isinstance(min_size, bool) or int(min_size) != min_size or min_size < 1:
+        raise ValueError(f"minimum group size must be a positive integer, got {min_size!r}")
+    sizes = Counter(label for label in labels if label is not None)
+    left_out = len(labels) - sum(sizes.values())
+    pooled = {label for label, size in sizes.items() if size < min_size}
+    while True:
+        pool_size = sum(sizes[label] for label in pooled)
+        # Left-out items are never shown; a published pool next to a few of them would expose them.
+        pool_published = pool_size >= min_size and (left_out == 0 or left_out >= min_size)
+        unshown = left_out + (0 if pool_published else pool_size)
+        remaining = [label for label in sizes if label not in pooled]
+        if unshown == 0 or unshown >= min_size or not remaining:
+            break
+        pooled.add(min(remaining, key=lambda label: (sizes[label], bin_sort_key(label))))
+    relabelled = [SMALL_GROUPS if label in pooled else label for label in labels]
+    return relabelled, sorted(pooled, key=bin_sort_key), pool_published
 
 
 def value_bin(value: float, width: float) -> str:

@@ -2,6 +2,9 @@
 
 Only aggregates are stored and shown: per-question outcomes of a hidden split never leave
 this module. Each part records whether it applies to the task and why not when it does not.
+On a hidden split no group of fewer than HIDDEN_MIN_GROUP_SIZE questions is stored on its own
+(question types, length bins, linguistic subsets): the questions are public, so the accuracy
+of a one-question group is that question's outcome.
 """
 import logging
 from datetime import timedelta
@@ -17,6 +20,10 @@ from . import lifecycle
 from .models import DiagnosticsStatus, Status, Submission
 
 log = logging.getLogger(__name__)
+
+# Smallest group of a hidden split whose outcome (accuracy, F1) is stored and shown; smaller
+# groups are pooled into "other (small groups)", itself withheld when it is smaller too.
+HIDDEN_MIN_GROUP_SIZE = 5
 
 
 def schedule(submission):
@@ -96,7 +103,7 @@ def span_items(gold):
     ]
 
 
-def span_diagnostics(task, gold, item_scores):
+def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=None):
     from scoring import linguistic, permutation
 
     items = span_items(gold)
@@ -104,12 +111,19 @@ def span_diagnostics(task, gold, item_scores):
     # Seed 003 tests "correctness": a question counts as correct when its answer F1 is 1
     # (the normalised answer equals one of the references).
     correct = [f1 == 1.0 for f1 in answer_f1]
+    min_group_size = HIDDEN_MIN_GROUP_SIZE if hidden else None
+    # On a hidden set the question types are grouped exactly as the linguistic question words
+    # (whom and whose count as who), so both analyses pool the same small groups: "who" with
+    # and without "whose", or a pool with and without it, would differ by "whose" alone.
+    aliases = linguistic.FOLDED_WH_WORDS if hidden and task.language == "en" else None
     question_types = permutation.question_type_report(
         [i["question"] for i in items], [i["context"] for i in items], correct,
-        language=task.language, n_permutations=settings.DIAGNOSTICS_PERMUTATIONS, seed=0,
+        language=task.language, n_permutations=n_permutations or settings.DIAGNOSTICS_PERMUTATIONS, seed=0,
+        min_group_size=min_group_size, type_aliases=aliases,
     )
     bias = linguistic.linguistic_bias(
-        [{**item, "f1": f1} for item, f1 in zip(items, answer_f1)], language=task.language
+        [{**item, "f1": f1} for item, f1 in zip(items, answer_f1)], language=task.language,
+        min_group_size=min_group_size,
     )
     return {"question_types": question_types, "linguistic_bias": bias}
 
@@ -160,12 +174,14 @@ def test_instances(task, gold):
     return icq.expmrc_multichoice_instances(gold)
 
 
-def run(submission):
-    """Compute and store the diagnostics of a scored submission."""
+def run(submission, n_permutations=None):
+    """Compute the diagnostics of a scored submission (``n_permutations`` overrides
+    settings.DIAGNOSTICS_PERMUTATIONS for the question-type tests)."""
     task = submission.task
     parts = {}
     if task.kind == "span":
-        parts.update(span_diagnostics(task, submission.test_set.gold, submission.item_scores))
+        parts.update(span_diagnostics(task, submission.test_set.gold, submission.item_scores,
+                                      hidden=submission.test_set.is_hidden, n_permutations=n_permutations))
     if task.kind in ("multichoice", "classification"):
         parts["icq"] = icq_diagnostics(submission)
     return parts

@@ -36,7 +36,7 @@ def reap_stuck_submissions():
 
 
 @shared_task(name="submissions.tasks.compute_diagnostics", acks_late=True, reject_on_worker_lost=True)
-def compute_diagnostics(submission_id):
+def compute_diagnostics(submission_id, n_permutations=None):
     from . import diagnostics
     from .models import DiagnosticsStatus, Submission
 
@@ -44,7 +44,7 @@ def compute_diagnostics(submission_id):
         return "skipped"
     submission = Submission.objects.select_related("task", "test_set").get(pk=submission_id)
     try:
-        result = diagnostics.run(submission)
+        result = diagnostics.run(submission, n_permutations=n_permutations)
     except Exception as exc:
         # The type only: a message could quote hidden gold.
         log.error("diagnostics of submission %s failed: %s", submission_id, type(exc).__name__)

@@ -374,3 +374,28 @@ def test_logs_during_scoring_carry_no_gold(world, caplog):
         if record.exc_info:
             text += formatter.formatException(record.exc_info)
         assert gold_found(text) == [], (record.name, text)
+
+
+def test_diagnostics_publish_no_group_below_the_minimum(world):
+    """A group's accuracy is its questions' outcomes when it is small (the questions are public):
+    no diagnostics response or page of a hidden set lists a group under the minimum size."""
+    from submissions.diagnostics import HIDDEN_MIN_GROUP_SIZE
+
+    span_entries = 0
+    for pk in world["scored"]:
+        body = world["alice_api"].get(f"/api/submissions/{pk}/diagnostics/").json()
+        diagnostics = body.get("diagnostics") or {}
+        qt, bias = diagnostics.get("question_types"), diagnostics.get("linguistic_bias")
+        if not qt:
+            continue
+        span_entries += 1
+        sizes = [group["n"] for test in qt["categorical"]["tests"] for group in test["groups"].values()]
+        sizes += [test["n"] for test in qt["one_vs_rest"]["tests"]]
+        sizes += [subset["n"] for prop in bias["properties"] for subset in prop["bins"]]
+        assert all(n >= HIDDEN_MIN_GROUP_SIZE for n in sizes), (pk, sizes)
+        # The fixture sets have fewer questions than the minimum: their groups were there, pooled, withheld.
+        assert all(test["pooled_groups"] for test in qt["categorical"]["tests"]), pk
+        page = Client()
+        page.force_login(world["alice"])
+        assert "fewer than" in page.get(f"/submissions/{pk}/").content.decode()
+    assert span_entries >= 2  # SQuAD and CMRC 2018 entries were checked

@@ -73,3 +73,53 @@ def label(value):
     """snake_case names as readable labels: question_type -> Question type."""
     text = str(value).replace("_", " ").strip()
     return text[:1].upper() + text[1:]
+
+
+# Fill colours of the series of a grouped chart (presentation attributes, so no stylesheet change).
+_SERIES_FILLS = ("#7f9ee6", "#e3a76f", "#b8bfcb")
+
+
+@register.simple_tag
+def grouped_bar_chart(item, series_keys, series_names, max_value=1.0, width=420, decimals=2):
+    """Grouped horizontal bars as inline SVG (no JavaScript, no CDN): one group per category,
+    one bar per series, e.g. an ICQ cue's predicted, reference and uniform label distributions.
+    ``item[key]`` is a ``{category: value}`` dict for each comma-separated key of
+    ``series_keys``; ``series_names`` gives the legend names in the same order."""
+    from django.utils.html import escape
+
+    keys = [key.strip() for key in series_keys.split(",")]
+    names = [name.strip() for name in series_names.split(",")]
+    dists = [item.get(key) or {} for key in keys]
+    categories = list(dict.fromkeys(category for dist in dists for category in dist))
+    if not categories:
+        return ""
+    label_w, bar_h, gap, legend_h = 110, 10, 8, 18
+    plot_w = width - label_w - 50
+    group_h = len(keys) * bar_h
+    height = legend_h + len(categories) * (group_h + gap) + gap
+    top = float(max_value) if max_value else max(float(v) for dist in dists for v in dist.values()) or 1.0
+    parts = [f'<svg class="chart grouped-chart" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img">']
+    x = label_w
+    for i, name in enumerate(names):
+        parts.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{_SERIES_FILLS[i % len(_SERIES_FILLS)]}"/>')
+        parts.append(f'<text x="{x + 14}" y="13" class="chart-label">{escape(name)}</text>')
+        x += 14 + 7 * len(name) + 16
+    for c, category in enumerate(categories):
+        y0 = legend_h + gap + c * (group_h + gap)
+        parts.append(f'<text x="{label_w - 6}" y="{y0 + group_h / 2 + 4:.1f}" text-anchor="end" '
+                     f'class="chart-label">{escape(str(category)[:18])}</text>')
+        for i, dist in enumerate(dists):
+            value = dist.get(category)
+            if value is None:
+                continue
+            y = y0 + i * bar_h
+            length = min(max(float(value), 0.0) / top, 1.0) * plot_w if top else 0
+            series = names[i] if i < len(names) else keys[i]
+            parts.append(f'<rect x="{label_w}" y="{y}" width="{max(length, 1):.1f}" height="{bar_h - 1}" '
+                         f'fill="{_SERIES_FILLS[i % len(_SERIES_FILLS)]}"><title>{escape(series)} '
+                         f'{escape(str(category))}: {float(value):.{int(decimals)}f}</title></rect>')
+            parts.append(f'<text x="{label_w + length + 4:.1f}" y="{y + bar_h - 1}" class="chart-value">'
+                         f'{float(value):.{int(decimals)}f}</text>')
+    parts.append("</svg>")
+    return mark_safe("".join(parts))

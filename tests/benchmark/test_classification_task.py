@@ -88,3 +88,59 @@ def test_an_entry_is_scored_and_profiled_against_the_cues(nli_task):
     refused = api.post("/api/tasks/nli-small/submissions/",
                        {"file": upload_file({"t5": "maybe"}), "method_name": "Bad"}, format="multipart")
     assert refused.status_code == 400 and "maybe" in refused.json()["error"]
+
+
+def test_the_import_command_of_the_issue_needs_no_version(tmp_path):
+    """`manage.py import_classification FILE --task SLUG --split test|reference`: the version
+    defaults to the file's checksum, so the same file again is a no-op and a changed file a
+    new version."""
+    import hashlib
+
+    def run(path, *args):
+        out = io.StringIO()
+        call_command("import_classification", str(path), "--task", "nli-plain", *args, stdout=out)
+        return out.getvalue()
+
+    test_file = ICQ / "nli_test.jsonl"
+    version = hashlib.sha256(test_file.read_bytes()).hexdigest()[:12]
+    assert f"test version {version}: imported" in run(test_file, "--split", "test", "--name", "NLI plain")
+    assert "reference version" in run(ICQ / "nli_reference.jsonl", "--split", "reference")
+    assert "nothing to do" in run(test_file, "--split", "test")
+    task = Task.objects.get(slug="nli-plain")
+    assert StoredTestSet.objects.filter(task=task, split="test").count() == 1
+
+    changed = tmp_path / "nli_test_v2.jsonl"
+    lines = test_file.read_text(encoding="utf-8").splitlines()
+    changed.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+    assert "imported" in run(changed, "--split", "test")
+    assert task.current_test_set().version == hashlib.sha256(changed.read_bytes()).hexdigest()[:12]
+    assert StoredTestSet.objects.filter(task=task, split="test").count() == 2
+
+    with pytest.raises(CommandError, match="cannot read"):
+        run(tmp_path / "missing.jsonl", "--split", "test")
+
+
+def test_the_icq_distribution_test_is_drawn_as_grouped_bars(nli_task):
+    test_set = nli_task.current_test_set()
+    discover_cues(test_set.pk)
+    user = make_user()
+    from submissions.services import submit_predictions
+
+    predictions = {row["id"]: row["label"] for row in rows("nli_predictions.jsonl")}
+    sub = submit_predictions(user=user, task=nli_task, uploaded_file=upload_file(predictions), method_name="Cues")
+    score_submission(sub.pk)
+    compute_diagnostics(sub.pk)
+    distribution = Submission.objects.get(pk=sub.pk).diagnostics["icq"]["distribution_test"]
+    assert distribution
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert 'id="icq-distribution-charts"' in page
+    assert page.count('class="chart grouped-chart"') == len(distribution)
+    first = distribution[0]
+    chart = page[page.index('class="chart grouped-chart"'):]
+    chart = chart[:chart.index("</svg>")]
+    for name in ("Predicted", "Reference Rf", "Uniform"):
+        assert name in chart
+    for label, share in first["predicted_dist"].items():
+        assert f"Predicted {label}: {share:.2f}" in chart  # one bar per label and series
+    for label, share in first["reference_dist"].items():
+        assert f"Reference Rf {label}: {share:.2f}" in chart

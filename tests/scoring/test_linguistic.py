@@ -138,3 +138,37 @@ def test_empty_and_invalid_input():
             linguistic_bias(items)
     with pytest.raises(ValueError):
         linguistic_bias(ITEMS, language="fr")
+
+
+def test_passage_length_has_an_open_last_bin_at_600():
+    items = [{"question": "What?", "context": "word " * n, "answers": ["word"], "f1": f1}
+             for n, f1 in ((580, 1.0), (600, 0.5), (2000, 0.0))]
+    assert subsets(by_name(linguistic_bias(items))["passage_length"]) == [("550-599", 1, 1.0), ("600+", 2, 0.25)]
+
+
+def small_subset_items(whose_f1):
+    """Question words: 6 what, 6 which, 1 who (the lone "whose"), 4 why; the whose question
+    and the first why question share 1.0 F1 between them, as ``whose_f1`` says."""
+    rows = ([("What is it?", 1.0)] * 3 + [("What is it?", 0.0)] * 3 + [("Which is it?", 0.5)] * 6
+            + [("Whose is it?", whose_f1), ("Why is it?", 1.0 - whose_f1)] + [("Why is it?", 0.25)] * 3)
+    return [{"question": q, "context": SHORT, "answers": ["blue"], "f1": f1} for q, f1 in rows]
+
+
+def test_hidden_sets_show_no_subset_below_the_minimum():
+    result = linguistic_bias(small_subset_items(1.0), min_group_size=5)
+    json.dumps(result)
+    assert result["min_group_size"] == 5
+    words_prop = by_name(result)["question_words"]
+    assert subsets(words_prop) == [("which", 6, 0.5), ("what", 6, 0.5), ("other (small groups)", 5, 0.35)]
+    assert words_prop["pooled_groups"] == ["who", "why"]
+    assert words_prop["bias"] == 0.0  # over the subsets shown on their own, not the pool
+    for prop in result["properties"]:
+        assert all(b["n"] >= 5 for b in prop["bins"])
+    # Without the minimum the lone who subset shows its F1.
+    assert ("who", 1, 1.0) in subsets(by_name(linguistic_bias(small_subset_items(1.0)))["question_words"])
+
+
+def test_what_is_published_does_not_depend_on_a_small_subsets_f1():
+    assert linguistic_bias(small_subset_items(1.0), min_group_size=5) == \
+        linguistic_bias(small_subset_items(0.0), min_group_size=5)
+    assert linguistic_bias(small_subset_items(1.0)) != linguistic_bias(small_subset_items(0.0))

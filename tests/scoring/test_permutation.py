@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import hypergeom
 
 from scoring.permutation import categorical_test, one_vs_rest_tests, question_type_report, tertile_bins
+from scoring.question_types import SMALL_GROUPS
 
 # a: 1 of 2 correct (0.5), b: 2 of 2 (1.0), c: 1 of 4 (0.25); overall 4 of 8 = 0.5.
 HAND_GROUPS = ["a", "a", "b", "b", "c", "c", "c", "c"]
@@ -233,3 +234,52 @@ def test_groups_are_listed_in_a_stable_order_with_other_last():
     assert list(result["groups"]) == ["how", "what", "other"]
     bins = categorical_test(["100-149", "0-49", "50-99"], [1, 0, 1], n_permutations=10)
     assert list(bins["groups"]) == ["0-49", "50-99", "100-149"]
+
+
+def small_group_data(whose_correct):
+    """20 what (half right), 20 who (all right), 1 whose, 4 why; all questions and contexts of
+    one length so that only the question type tells items apart. Exactly one of the whose
+    question and the first why question is answered, which one is ``whose_correct``."""
+    types = ["What"] * 20 + ["Who"] * 20 + ["Whose"] + ["Why"] * 4
+    questions = [f"{word.ljust(5)} is it?" for word in types]
+    contexts = ["context"] * len(types)
+    correct = [i % 2 == 0 for i in range(20)] + [True] * 20 + [whose_correct, not whose_correct, True, False, True]
+    return questions, contexts, correct
+
+
+def test_hidden_sets_pool_groups_below_the_minimum():
+    questions, contexts, correct = small_group_data(whose_correct=True)
+    report = question_type_report(questions, contexts, correct, n_permutations=2000, min_group_size=5)
+    json.dumps(report)
+    assert report["min_group_size"] == 5
+    test = report["categorical"]["tests"][0]
+    assert test["variable"] == "question_type"
+    assert test["order"] == ["what", "who", SMALL_GROUPS] and test["pooled_groups"] == ["whose", "why"]
+    assert test["groups"][SMALL_GROUPS] == {"n": 5, "correct": 3, "accuracy": 0.6}
+    # Every item is still tested, and the statistic is the test of the groups as published.
+    assert sum(group["n"] for group in test["groups"].values()) == 45
+    pooled_labels = ["what"] * 20 + ["who"] * 20 + [SMALL_GROUPS] * 5
+    assert test["statistic"] == pytest.approx(categorical_test(pooled_labels, correct, n_permutations=10)["statistic"])
+    assert [t["group"] for t in report["one_vs_rest"]["tests"]] == ["what", "who"]  # not the pool
+
+
+def test_what_is_published_does_not_depend_on_a_small_groups_outcome():
+    """Swap the outcomes of the whose question and a why question (same pool): the published
+    question-type results must not change, or they would tell whether "whose" was answered."""
+    def published(whose_correct, min_group_size):
+        report = question_type_report(*small_group_data(whose_correct), n_permutations=2000,
+                                      min_group_size=min_group_size)
+        return report["categorical"]["tests"][0], report["one_vs_rest"]
+
+    assert published(True, 5) == published(False, 5)
+    # Without the minimum (public sets) the whose group is listed, and with it its outcome.
+    assert published(True, None)[0]["groups"]["whose"]["accuracy"] == 1.0
+    assert published(False, None)[0]["groups"]["whose"]["accuracy"] == 0.0
+
+
+def test_type_aliases_merge_question_types_before_testing():
+    questions, contexts, correct = small_group_data(whose_correct=True)
+    report = question_type_report(questions, contexts, correct, n_permutations=500, type_aliases={"whose": "who"})
+    groups = report["categorical"]["tests"][0]["groups"]
+    assert "whose" not in groups and groups["who"]["n"] == 21
+    assert report["categorical"]["tests"][0]["binning"]["merged"] == {"whose": "who"}

@@ -1,7 +1,8 @@
 """Question types (first interrogative word) and bin labels."""
 import pytest
 
-from scoring.question_types import bin_sort_key, length_bin, question_type, value_bin
+from scoring.question_types import (
+    SMALL_GROUPS, bin_sort_key, length_bin, pool_small_groups, question_type, value_bin)
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -77,3 +78,56 @@ def test_bin_labels_sort_numerically():
     assert sorted(["[10, 12)", "[-2, 0)", "[8, 10)", "[0, 2)"], key=bin_sort_key) == [
         "[-2, 0)", "[0, 2)", "[8, 10)", "[10, 12)"]
     assert sorted(["12", "2", "1"], key=bin_sort_key) == ["1", "2", "12"]
+
+
+def test_length_bin_with_a_cap():
+    assert length_bin(599, 50, cap=600) == "550-599"
+    assert length_bin(600, 50, cap=600) == "600+"
+    assert length_bin(12_000, 50, cap=600) == "600+"
+    assert length_bin(590, 70, cap=600) == "560-599"  # the last bin below the cap is cut short
+    assert length_bin(3, 1, cap=600) == "3"
+    with pytest.raises(ValueError):
+        length_bin(3, 50, cap=0)
+
+
+def unshown(labels, relabelled, published):
+    """Items in no published group: the ones whose total outcome follows by subtraction."""
+    return sum(1 for new in relabelled if new is None or (new == SMALL_GROUPS and not published))
+
+
+def test_small_groups_are_pooled_and_the_pool_shown_when_big_enough():
+    labels = ["what"] * 10 + ["who"] * 6 + ["whose"] * 1 + ["why"] * 4
+    relabelled, pooled, published = pool_small_groups(labels, 5)
+    assert pooled == ["whose", "why"] and published is True
+    assert relabelled.count(SMALL_GROUPS) == 5 and relabelled.count("what") == 10 and relabelled.count("who") == 6
+    assert pool_small_groups(["a"] * 5 + ["b"] * 7, 5)[:2] == (["a"] * 5 + ["b"] * 7, [])  # nothing to hide
+
+
+def test_a_lone_small_group_takes_the_smallest_group_with_it():
+    # Hiding "whose" alone would not do: total minus the shown groups gives it back.
+    labels = ["what"] * 12 + ["who"] * 9 + ["whose"]
+    relabelled, pooled, published = pool_small_groups(labels, 5)
+    assert pooled == ["who", "whose"] and published is True
+    assert relabelled.count(SMALL_GROUPS) == 10
+
+
+@pytest.mark.parametrize("labels", [
+    ["a"] * 10 + ["b"] * 6 + [None] * 2,  # two items left out of every group (e.g. no grade)
+    ["a"] * 10 + [None] * 6 + ["c"],
+    ["a"] * 20 + ["b"] * 2 + ["c"] * 2 + [None],
+])
+def test_what_is_not_shown_is_never_a_handful(labels):
+    relabelled, pooled, published = pool_small_groups(labels, 5)
+    hidden = unshown(labels, relabelled, published)
+    assert hidden == 0 or hidden >= 5
+    shown = [label for label in relabelled if label is not None and (label != SMALL_GROUPS or published)]
+    assert all(shown.count(label) >= 5 for label in set(shown))
+
+
+def test_fewer_items_than_the_minimum_show_nothing():
+    assert pool_small_groups(["a", "a", "b"], 5) == ([SMALL_GROUPS] * 3, ["a", "b"], False)
+
+
+def test_pool_rejects_a_bad_minimum():
+    with pytest.raises(ValueError):
+        pool_small_groups(["a"], 0)

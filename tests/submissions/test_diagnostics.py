@@ -158,3 +158,95 @@ def test_entries_scored_before_the_cue_table_get_their_icq_tests_when_it_arrives
     compute_diagnostics(sub.pk)
     icq = Submission.objects.get(pk=sub.pk).diagnostics["icq"]
     assert icq["applicable"] is True and "no reference" in icq["note"]  # ... and now read the cue table
+
+
+def published_groups(diagnostics):
+    """(where, label, n) of every group whose outcome the diagnostics publish."""
+    qt = diagnostics.get("question_types") or {}
+    for test in qt.get("categorical", {}).get("tests", []):
+        for label, group in test["groups"].items():
+            yield test["variable"], label, group["n"]
+    for test in qt.get("one_vs_rest", {}).get("tests", []):
+        yield "one-vs-rest", test["group"], test["n"]
+        yield "one-vs-rest rest", test["group"], qt["n_items"] - test["n"]
+    for prop in (diagnostics.get("linguistic_bias") or {}).get("properties", []):
+        for subset in prop["bins"]:
+            yield prop["name"], subset["label"], subset["n"]
+
+
+@pytest.fixture
+def scored_with_a_lone_whose(tmp_path, settings):
+    """A hidden span set with one question without a wh-word ("other", answered wrongly while
+    every other question is answered right: a published "other" group would give it away) and
+    one "Whose" question (a group of its own in the question-type tests on a public set)."""
+    from submissions.diagnostics import HIDDEN_MIN_GROUP_SIZE
+
+    settings.DIAGNOSTICS_PERMUTATIONS = 2000
+    gold = synthetic_span_gold(70)
+    lone = gold["data"][0]["paragraphs"][3]["qas"][0]  # was a "Where" question
+    lone["question"] = "Name the token of fact 3."
+    gold["data"][0]["paragraphs"][5]["qas"][0]["question"] = "Whose token is in fact 5?"  # was "How"
+    task = make_task_from_gold(tmp_path, gold)
+    assert task.current_test_set().is_hidden
+    predictions = perfect_predictions(gold)
+    predictions[lone["id"]] = {"answer": "wrong", "evidence": "wrong"}
+    sub = submit_predictions(user=make_user(), task=task, uploaded_file=upload_file(predictions), method_name="m")
+    score_submission(sub.pk)
+    return sub, HIDDEN_MIN_GROUP_SIZE
+
+
+def test_hidden_set_diagnostics_publish_no_small_group(scored_with_a_lone_whose):
+    sub, min_group = scored_with_a_lone_whose
+    assert min_group == 5
+    assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
+    stored = Submission.objects.get(pk=sub.pk).diagnostics
+    body = APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").json()
+    assert body["diagnostics"] == stored
+    groups = list(published_groups(stored))
+    assert groups and all(n >= min_group for _, _, n in groups), [g for g in groups if g[2] < min_group]
+    question_type = next(t for t in stored["question_types"]["categorical"]["tests"] if t["variable"] == "question_type")
+    assert "other" not in question_type["groups"] and "whose" not in question_type["groups"]
+    # The lone "other" went into the pool with the smallest type ("how", 9 questions after the
+    # whose question took one), so the pool's accuracy is an aggregate of 10.
+    assert question_type["pooled_groups"] == ["how", "other"]
+    assert question_type["groups"]["other (small groups)"] == {"n": 10, "correct": 9, "accuracy": 0.9}
+    # The tests still cover every question.
+    assert sum(g["n"] for g in question_type["groups"].values()) == stored["question_types"]["n_items"] == 70
+    assert question_type["p_value"] is not None
+    # Both analyses publish the same question groups: were "who" 10 questions in one and 11
+    # (with "whose") in the other, the difference would be the whose question's outcome.
+    words = next(p for p in stored["linguistic_bias"]["properties"] if p["name"] == "question_words")
+    assert {b["label"]: b["n"] for b in words["bins"]} == {k: g["n"] for k, g in question_type["groups"].items()}
+
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert 'id="small-groups-note"' in page and "fewer than 5 questions" in page
+    for label in ("other", "whose"):
+        assert f">{label}</text>" not in page and f"<td>{label}</td>" not in page
+    assert 'id="linguistic-question_words"' in page and 'id="linguistic-passage_length"' in page
+
+
+def test_run_diagnostics_recomputes_one_submission_with_more_permutations(scored_with_a_lone_whose):
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    sub, _ = scored_with_a_lone_whose
+    compute_diagnostics(sub.pk)
+    assert Submission.objects.get(pk=sub.pk).diagnostics["question_types"]["n_permutations"] == 2000
+    out = io.StringIO()
+    call_command("run_diagnostics", "--submission", str(sub.pk), "--permutations", "3000", stdout=out)
+    assert f"submission {sub.pk}: diagnostics stored with 3,000 permutations" in out.getvalue()
+    stored = Submission.objects.get(pk=sub.pk)
+    assert stored.diagnostics_status == DiagnosticsStatus.DONE
+    assert stored.diagnostics["question_types"]["n_permutations"] == 3000
+
+    for args, message in [
+        (["--submission", "999999"], "no submission 999999"),
+        (["--submission", str(sub.pk), "--permutations", "0"], "positive integer"),
+    ]:
+        with pytest.raises(CommandError, match=message):
+            call_command("run_diagnostics", *args)
+    Submission.objects.filter(pk=sub.pk).update(diagnostics_status=DiagnosticsStatus.RUNNING)
+    with pytest.raises(CommandError, match="running in a worker"):
+        call_command("run_diagnostics", "--submission", str(sub.pk))
+    assert Submission.objects.get(pk=sub.pk).diagnostics["question_types"]["n_permutations"] == 3000

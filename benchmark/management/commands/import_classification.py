@@ -1,3 +1,6 @@
+import hashlib
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import TestSet
@@ -16,17 +19,29 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--task", required=True)
         parser.add_argument("--split", choices=[TestSet.TEST, TestSet.REFERENCE], default=TestSet.TEST)
-        parser.add_argument("--version", dest="set_version", required=True)
+        parser.add_argument("--version", dest="set_version",
+                            help="data version label (default: the first 12 hex digits of the file's sha256, "
+                                 "so importing the same file again is a no-op)")
         parser.add_argument("--name", help="task name, to create the task if it does not exist")
         parser.add_argument("--language", choices=["en", "zh"])
 
     def handle(self, *args, **opts):
+        version = opts["set_version"] or checksum_version(opts["file"])
         try:
             test_set, created = import_classification(
-                opts["file"], task_slug=opts["task"], split=opts["split"], version=opts["set_version"],
+                opts["file"], task_slug=opts["task"], split=opts["split"], version=version,
                 task_name=opts["name"], language=opts["language"])
         except ImportRefused as exc:
             raise CommandError(str(exc)) from None
         verb = "imported" if created else "already imported (same checksum), nothing to do"
         self.stdout.write(f"{test_set.task.slug} {test_set.split} version {test_set.version}: {verb}; "
                           f"{test_set.n_items} rows, labels {', '.join(test_set.key_spec['labels'])}")
+
+
+def checksum_version(path):
+    """Default version label: the content, not the import date, names the version, so the
+    same bytes always land on the same version and different bytes on a new one."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
