@@ -31,9 +31,21 @@ Decisions (the seed's document, the original code and SPEC §9 disagree in place
   is removed, because any ``[UNK]`` run would then match it; a question left without gold answers
   is **dropped from the variant** and counted in ``n_dropped`` (s3 drops most questions: answers
   are content words; s14 drops the questions whose answer lies outside the kept sentences).
-  The F1 gap is always computed on the kept items only, original vs variant. A variant that keeps
-  no question at all is reported "not applicable" (an empty gold file is not a test set).
-  ``counts`` in the result gives the details (answers re-written / removed as masked / not found).
+  For the moving skills (s4, s5, s6) a gold answer that does not survive as one contiguous span
+  with its exact text is *lost* and removed the same way (a question left without gold answers is
+  dropped). The F1 gap is always computed on the kept items only, original vs variant. A variant
+  that keeps no question at all is reported "not applicable" (an empty gold file is not a test
+  set). ``counts`` in the result gives the details (answers re-written / removed as masked /
+  lost / not found).
+* **Public inputs never depend on the hidden gold.** Every perturbation of the passage or the
+  question is a function of the public text, the seed and the question id only; the gold decides
+  nothing but which answers are scored. Where the original method shapes the text around the
+  answer (s4 cuts runs of the answer's length aligned on it, s5 keeps sentences an answer crosses
+  together, s6 would keep an answer's sentence untranslated), comparing the public variant with
+  the original passage would show where the answer is and how long it is, so we deviate from it
+  (see s4, s5, s6) and drop the questions whose answer the perturbation breaks instead. Dropped
+  questions stay in the public inputs (``public``), so the published question list is the same
+  for every skill and tells nothing either.
 * **Evidences** are copied unchanged (the file layout requires them); skill gaps use answer F1.
 * **Layout.** Kept questions stay in their article; questions of one paragraph share a paragraph
   when their perturbed passages are identical, otherwise each gets its own.
@@ -48,25 +60,44 @@ s1  Adjectives → their WordNet antonym (``wordnet30_adjective_antonyms.tsv``).
     that table with a **direct** antonym (indirect antonyms via a satellite's head are too noisy
     without word-sense disambiguation); the first direct antonym in WordNet sense order is used,
     multiword antonyms with spaces. Comparatives/superlatives (-er/-est of such a lemma, or an
-    irregular form such as better/worst/fewer) get the base-form antonym, as in the original code. Skipped: stop
-    words, non-alphabetic tokens, capitalised tokens that do not start a sentence (proper-noun
-    parts such as "United", "North"). Known limit: homographs (participles like "used", "made";
-    "well") are replaced too. Capitalisation of the first letter is kept.
+    irregular form such as better/worst/fewer) get the base-form antonym, as in the original code.
+    Skipped: stop words, non-alphabetic tokens, capitalised tokens that do not start a sentence
+    (proper-noun parts such as "United", "North"), and — a conservative rule-based stand-in for
+    the tagger — words that are probably verbs, adverbs or nouns: (a) a short list of frequent
+    homographs (``NOT_ADJECTIVES``: well, still, back, due, found, like, home, …); (b) any word
+    right after "to" or a modal/"do" (``VERB_CUES``: "to open", "can close"); (c) participle forms
+    (-ed, -ing, and the irregular participles of ``IRREGULAR_PARTICIPLES`` such as made, sent,
+    known) unless right after a determiner or degree adverb (``ADJECTIVAL_CUES``: "the used
+    car", "highly developed" flip; "was used", "he sent" do not). Remaining limit: adjectives
+    after "to" ("from low to high") are missed, and some nouns/adverbs still flip ("first",
+    "south"). Capitalisation of the first letter is kept.
 s2  Function words (NLTK's 179 English stop words) → ``[UNK]``.
 s3  Content words (tokens that are neither stop words nor punctuation) → ``[UNK]``.
-s4  Words shuffled within each sentence in runs as long as the answer (the original method):
-    each sentence is cut into runs of the answer's token count, aligned on the answer, and the
-    runs are shuffled, the last run staying last (original ``fix_eos``). The answer stays whole
-    but is one run among many of its length, so the public inputs do not single it out. Runs are
-    joined by one space (Chinese: no space, except between two ASCII words). Sentences that a
-    gold answer crosses are merged first.
-s5  Sentence order shuffled (a non-identity permutation when there are ≥ 2 blocks); sentences a
-    gold answer crosses are merged into one block; blocks joined by one space (Chinese: none).
+s4  Words shuffled within each sentence in segments of a fixed length. **Deviation:** the
+    original method cuts each sentence into runs of the answer's token count aligned on the
+    answer (merging sentences an answer crosses), so the public passage would reveal the
+    answer's length and narrow down its position (with several gold answers, their combined
+    span). Here the segment length is fixed per language (``S4_SEGMENT_TOKENS``: 3 tokens for
+    English, 5 characters for Chinese, about three words each) and the grid starts at an offset
+    drawn from the question's generator. Each sentence's tokens but the last are cut into
+    segments on that grid and the segments shuffled; the sentence-final token stays last, attached
+    as in the original (``fix_eos``). Segments are joined by one space (Chinese: no space, except
+    between two ASCII words). A gold answer that no longer reads as one contiguous span (it
+    straddled a segment boundary and its segments were separated) is lost; on the SQuAD dev set
+    about 70% of the questions keep an answer, on CMRC 2018 dev (character tokens, long answers)
+    about 40% — the kept ones lean towards short answers.
+s5  Sentence order shuffled (a non-identity permutation when there are ≥ 2 sentences); joined
+    by one space (Chinese: none). **Deviation:** the original merges the sentences a gold answer
+    crosses first, which would show where the answer is; here an answer that crosses sentences
+    is lost (none on the SQuAD dev set, 1 answer on CMRC 2018 dev).
 s6  Back-translation EN→FR→EN of every passage sentence, only when translation models are
     configured (``translation_models={"en-fr": m, "fr-en": m}``, each a local Marian model
     directory loaded with ``local_files_only=True`` or a callable ``list[str] -> list[str]``);
-    otherwise status "not configured". A sentence holding a gold answer is replaced only if the
-    answer text survives verbatim in its back-translation; otherwise it stays as it was.
+    otherwise status "not configured" (also when a model cannot be loaded or fails while
+    translating: the note says why and the other skills are built as usual). **Deviation:**
+    every sentence is replaced by its back-translation, whatever the gold; keeping a sentence
+    untranslated when its answer would not survive would mark the answer's sentence. A gold
+    answer whose text is not found verbatim in its sentence's back-translation is lost.
 s7  Comparatives/superlatives → ``[UNK]``: more, most, similar, than, different, the irregular
     better/best/worse/worst/less/least/lesser/fewer/fewest/further/furthest/farther/farthest/
     elder/eldest, and -er/-est forms of an adjective lemma of the WordNet table (stem rules:
@@ -78,8 +109,10 @@ s8  Numbers → random integers in [1000, 10000], the same surface → the same 
     "4821s", "1,000" → one number) and cardinal words zero…ninety, hundred, thousand, million,
     billion, trillion ("one" is left alone: without a tagger it is mostly a pronoun/determiner).
     Chinese: Arabic digit runs, and Chinese numeral runs (零〇一二两三四五六七八九十百千万亿)
-    of ≥ 2 characters or followed by a classifier/unit character, not after 第 (ordinals) and not
-    the idioms 万一/千万/一一.
+    of ≥ 2 characters or followed by a classifier/unit character, not after 第 (ordinals), not
+    the idioms 万一/千万/一一, and not 十分 "very", 一度 "once", 一时 "for a moment" (where the
+    numeral is followed by a character that is also a classifier; 十分钟 and 三点十分 stay
+    numbers).
 s9  Demonstratives this, that, these, those → ``[UNK]`` (as the document says; every use,
     including complementiser "that", since there is no parser).
 s9p Personal/possessive pronouns of the original code → ``[UNK]`` (the original code's s9),
@@ -91,7 +124,8 @@ s12 Logical words not, n't, all, any, each, every, few, if, more, most, no, nor,
     some, than → ``[UNK]``.
 s13 Question words other than interrogatives → ``[UNK]`` (punctuation kept). English: what,
     when, where, who, whom, whose, which, why, how ("whose" is a wh-word; the original code's
-    list lacks it). Chinese: 什么时候 什么 哪里 哪 谁 何时 为什么 怎么 如何 多少 几 (longest match).
+    list lacks it). Chinese: 什么时候 什么 哪里 哪儿 哪 谁 何时 几时 为什么 为何 怎么 怎样 如何
+    多少 多长 多大 多久 啥 几 (longest match), but not 几 in 几乎 "almost".
 s14 Keep only the passage sentence(s) most similar to the question and mask every token of the
     others. Similarity = number of the sentence's non-punctuation tokens (lower-cased, repeats
     counted) that occur among the question's tokens — words for English, characters for Chinese;
@@ -121,6 +155,8 @@ from .stats import bootstrap_ci
 RESOURCES = Path(__file__).resolve().parent / "resources" / "skills"
 UNK = "[UNK]"
 NUMBER_RANGE = (1000, 10000)
+# s4 segment length in tokens (Chinese: characters), fixed per language, never the answer's.
+S4_SEGMENT_TOKENS = {"en": 3, "zh": 5}
 
 READING_LARGE = "large gap = relies on the skill"
 READING_SHORTCUT = "small gap = shortcut"
@@ -207,7 +243,12 @@ COMPARATIVE_WORDS = frozenset(_LISTS["comparative_words"])
 DEMONSTRATIVES = frozenset(_LISTS["corrected_demonstrative_pronouns"])
 PERSONAL_PRONOUNS = frozenset(_LISTS["pronouns_as_implemented"]) - {"one", "self"}
 INTERROGATIVES_EN = frozenset(_LISTS["interrogatives"]) | {"whose"}
-INTERROGATIVES_ZH = ("什么时候", "什么", "哪里", "哪", "谁", "何时", "为什么", "怎么", "如何", "多少", "几")
+# Longest first, so "什么时候" wins over "什么" and "哪儿" over "哪".
+INTERROGATIVES_ZH = tuple(sorted(
+    ("什么时候", "什么", "哪里", "哪儿", "哪", "谁", "何时", "几时", "为什么", "为何", "怎么", "怎样", "如何",
+     "多少", "多长", "多大", "多久", "啥", "几"), key=len, reverse=True))
+# Words that start like an interrogative but are not one: 几乎 = "almost".
+NOT_INTERROGATIVES_ZH = ("几乎",)
 assert _LISTS["unk_token"] == UNK
 
 IRREGULAR_COMPARATIVES = {
@@ -221,6 +262,29 @@ NOT_COMPARATIVES = frozenset({
     "after", "number", "numbers", "matter", "founder", "layer", "modest", "offer", "owner", "inner",
     "upper", "outer", "latter", "former", "over", "under", "never", "ever", "other", "either",
     "rather", "whether", "together", "interest", "honest", "forest", "west", "east",
+})
+# s1 without a POS tagger (see the module docstring). Frequent words of the SQuAD dev passages
+# that the WordNet table lists as adjectives but that are mostly adverbs, prepositions, nouns
+# or verbs there: "as well as", "still", "came back", "due to", "was found", "like", "at home".
+NOT_ADJECTIVES = frozenset({
+    "well", "still", "back", "due", "found", "like", "home", "side", "surface", "even", "present",
+    "live", "half", "top", "near", "outside", "inside",
+})
+# Irregular past participles that are adjective lemmas of the table ("made", "sent", "known").
+IRREGULAR_PARTICIPLES = frozenset({
+    "born", "bound", "broken", "cut", "found", "frozen", "known", "left", "lost", "made", "paid", "sent",
+    "shut", "sold", "spoken", "stuck", "swept", "sworn", "understood", "won", "worn", "written",
+})
+# A word right after these is a verb ("to open", "can close"); "have" is left out because
+# "has many", "had little" are frequent and its participles are caught as participles.
+VERB_CUES = frozenset({"to", "will", "would", "can", "could", "shall", "should", "may", "might", "must",
+                       "do", "does", "did", "'ll", "'d"})
+# Words after which a participle is used as an adjective ("the known world", "less developed").
+# Not this/that/those: mostly pronouns or "that" clauses there ("this made", "that supported").
+ADJECTIVAL_CUES = frozenset({
+    "a", "an", "the", "its", "their", "his", "her", "our", "my", "your", "some", "any", "no", "every",
+    "each", "very", "so", "too", "quite", "rather", "more", "most", "less", "least", "highly", "fully",
+    "newly",
 })
 CARDINAL_WORDS = frozenset(
     "zero two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -368,6 +432,8 @@ class _Perturbation:
     question_edits: list[_Edit] = field(default_factory=list)
     # answer index -> (context edit index, offset of the unchanged answer inside the edit's new text)
     placed: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # answers the perturbation broke (no longer one contiguous, unchanged span): not scored
+    lost: set[int] = field(default_factory=set)
 
 
 def _apply(text: str, edits: Sequence[_Edit]) -> tuple[str, list[int]]:
@@ -471,6 +537,21 @@ def _match_case(original: str, replacement: str) -> str:
     return replacement
 
 
+def _looks_like_verb_form(a: _Text, i: int, word: str) -> bool:
+    """s1's stand-in for a POS tagger: is this adjective-lemma token probably not an adjective?
+    Conservative on purpose: a missed adjective costs less than a flipped verb."""
+    if word in NOT_ADJECTIVES:
+        return True
+    previous = a.lower[i - 1] if i > 0 and i not in a.sentence_first_token else ""
+    if previous in VERB_CUES:  # "to open", "can close", "did free"
+        return True
+    participle = (word in IRREGULAR_PARTICIPLES or (len(word) >= 4 and word.endswith("ed"))
+                  or (len(word) >= 5 and word.endswith("ing")))
+    # A participle reads as an adjective only after a determiner or a degree adverb
+    # ("the used car", "highly developed"), not after a noun or a form of "be" ("was used").
+    return participle and previous not in ADJECTIVAL_CUES
+
+
 def _s1(q: _Question) -> _Perturbation:
     a = q.context
     edits = []
@@ -481,7 +562,7 @@ def _s1(q: _Question) -> _Perturbation:
         if antonym is None:
             base = _comparative_base(word)
             antonym = DIRECT_ANTONYMS.get(base) if base else None
-        if antonym is not None:
+        if antonym is not None and not _looks_like_verb_form(a, i, word):
             edits.append(_Edit(*a.tokens[i], _match_case(_token_text(a, i), antonym)))
     return _Perturbation(context_edits=edits)
 
@@ -505,19 +586,6 @@ _s11 = _mask_skill(lambda a: lambda i: a.lower[i] in HYPOTHETICAL_WORDS)
 _s12 = _mask_skill(lambda a: lambda i: a.lower[i] in LOGICAL_WORDS)
 
 
-def _blocks(a: _Text, answers: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sentence spans, with the sentences that one gold answer crosses merged into one block."""
-    blocks = [list(s) for s in a.sentences]
-    for s, e in answers:
-        touched = [k for k, (bs, be) in enumerate(blocks) if bs < e and s < be]
-        if touched:
-            first, last = touched[0], touched[-1]
-            # An answer may also start or end in the white space around a sentence.
-            merged = [min(blocks[first][0], s), max(blocks[last][1], e)]
-            blocks[first:last + 1] = [merged]
-    return [tuple(b) for b in blocks]
-
-
 def _joiner(language: str, left: str, right: str) -> str:
     if language == EN:
         return " "
@@ -538,80 +606,76 @@ def _join(language: str, pieces: Sequence[str]) -> tuple[str, list[int]]:
     return "".join(out), offsets
 
 
+def _place_answers(q: _Question, edit_index: int, edit: _Edit, pieces: Sequence[tuple[int, int]],
+                   offsets: Sequence[int], out: _Perturbation) -> None:
+    """An edit rearranged the original ``pieces`` (character spans) to ``offsets`` inside
+    ``edit.text``. Every gold answer overlapping the edit is either placed (it survives as one
+    contiguous span with its exact text) or lost. The edit itself never depends on the gold."""
+    def moved(offset: int) -> int | None:
+        for (ps, pe), new_offset in zip(pieces, offsets):
+            if ps <= offset < pe:
+                return new_offset + offset - ps
+        return None  # white space between pieces, rewritten by the join
+
+    for k, (s, e) in enumerate(q.answers):
+        if not (s < edit.end and edit.start < e):
+            continue
+        new_start, new_last = moved(s), moved(e - 1)
+        if (new_start is not None and new_last is not None
+                and edit.text[new_start:new_last + 1] == q.context.text[s:e]):
+            out.placed[k] = (edit_index, new_start)
+        else:
+            out.lost.add(k)
+
+
 def _s4(q: _Question) -> _Perturbation:
     a = q.context
-    edits, placed = [], {}
+    out = _Perturbation()
+    width = S4_SEGMENT_TOKENS[q.language]
     token_starts = [s for s, _ in a.tokens]
-    # Width of the runs in sentences without the answer: the first answer's token count.
-    answer_width = 1
-    if q.answers:
-        s0, e0 = q.answers[0]
-        answer_width = max(1, sum(1 for ts, te in a.tokens if ts < e0 and s0 < te))
-    for bs, be in _blocks(a, q.answers):
-        token_ids = range(bisect.bisect_left(token_starts, bs), bisect.bisect_left(token_starts, be))
-        if len(token_ids) < 2:
+    for bs, be in a.sentences:
+        token_ids = list(range(bisect.bisect_left(token_starts, bs), bisect.bisect_left(token_starts, be)))
+        movable, final = token_ids[:-1], token_ids[-1] if token_ids else None
+        if len(movable) < 2:
             continue
-        # Units of equal width (the original method): the block is cut into runs of as many
-        # tokens as the answer spans, aligned on the answer, so the answer stays whole but is
-        # only one run among many of its length. Keeping the answer as the one intact phrase
-        # among single shuffled words would reveal the hidden answer in the public inputs.
-        inside = [i for i in token_ids if any(a.tokens[i][0] < e and s < a.tokens[i][1] for s, e in q.answers)]
-        if inside:
-            anchor, width = inside[0], inside[-1] - inside[0] + 1
-        else:
-            anchor, width = token_ids[0], answer_width
-        first, end = token_ids[0], token_ids[-1] + 1
-        units: list[list[int]] = []
-        index = anchor
-        while index > first:  # runs before the anchor, built backwards
-            low = max(first, index - width)
-            units.insert(0, list(range(low, index)))
-            index = low
-        index = anchor
-        while index < end:
-            units.append(list(range(index, min(end, index + width))))
-            index += width
-        if len(units) < 2:
+        # A grid of equal segments at a random origin: drawn from the question id, never from
+        # the gold (see the module docstring).
+        origin = _below(q.rng, width)
+        cuts = [0] + list(range(origin or width, len(movable), width)) + [len(movable)]
+        segments = [movable[low:high] for low, high in zip(cuts, cuts[1:]) if high > low]
+        if len(segments) < 2:
             continue
-        spans = [[a.tokens[u[0]][0], a.tokens[u[-1]][1]] for u in units]
-        for s, e in q.answers:  # a unit covers its answers' white-space edges too
-            for span in spans:
-                if span[0] < e and s < span[1]:
-                    span[0], span[1] = min(span[0], s), max(span[1], e)
-        order = list(range(len(units) - 1))  # the last unit (sentence-final token) stays last
+        order = list(range(len(segments)))
         _shuffle(q.rng, order)
-        order.append(len(units) - 1)
-        pieces = [a.text[spans[k][0]:spans[k][1]] for k in order]
+        spans = [(a.tokens[segments[k][0]][0], a.tokens[segments[k][-1]][1]) for k in order]
+        pieces = [a.text[s:e] for s, e in spans]
         new_text, offsets = _join(q.language, pieces)
-        edit_index = len(edits)
-        edits.append(_Edit(spans[0][0], spans[-1][1], new_text))
-        position = {k: offsets[n] for n, k in enumerate(order)}
-        for answer_index, (s, e) in enumerate(q.answers):
-            for k, (us, ue) in enumerate(spans):
-                if us <= s and e <= ue:
-                    placed[answer_index] = (edit_index, position[k] + s - us)
-                    break
-    return _Perturbation(context_edits=edits, placed=placed)
+        final_span = a.tokens[final]
+        # The sentence-final token stays last, attached as in the original ("spring.").
+        glued = final_span[0] == a.tokens[final - 1][1]
+        separator = "" if glued else _joiner(q.language, pieces[-1], a.text[final_span[0]:final_span[1]])
+        spans.append(final_span)
+        offsets.append(len(new_text) + len(separator))
+        new_text += separator + a.text[final_span[0]:final_span[1]]
+        edit = _Edit(a.tokens[movable[0]][0], final_span[1], new_text)
+        out.context_edits.append(edit)
+        _place_answers(q, len(out.context_edits) - 1, edit, spans, offsets, out)
+    return out
 
 
 def _s5(q: _Question) -> _Perturbation:
     a = q.context
-    blocks = _blocks(a, q.answers)
+    blocks = list(a.sentences)  # never merged around an answer: that would point at it
     if len(blocks) < 2:
         return _Perturbation()
     order = list(range(len(blocks)))
     while order == sorted(order):  # a non-identity permutation (expected < 2 draws)
         _shuffle(q.rng, order)
-    pieces = [a.text[s:e] for s, e in (blocks[k] for k in order)]
-    new_text, offsets = _join(q.language, pieces)
-    position = {k: offsets[n] for n, k in enumerate(order)}
-    placed = {}
-    for answer_index, (s, e) in enumerate(q.answers):
-        for k, (bs, be) in enumerate(blocks):
-            if bs <= s and e <= be:
-                placed[answer_index] = (0, position[k] + s - bs)
-                break
-    return _Perturbation(context_edits=[_Edit(blocks[0][0], blocks[-1][1], new_text)], placed=placed)
+    spans = [blocks[k] for k in order]
+    new_text, offsets = _join(q.language, [a.text[s:e] for s, e in spans])
+    out = _Perturbation(context_edits=[_Edit(blocks[0][0], blocks[-1][1], new_text)])
+    _place_answers(q, 0, out.context_edits[0], spans, offsets, out)
+    return out
 
 
 _EN_NUMBER_TOKEN = re.compile(r"^[$€£¥]?\d")
@@ -619,6 +683,9 @@ _DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
 _ZH_DIGIT_RUN = re.compile(r"[0-9０-９]+(?:[.,．][0-9０-９]+)*")
 _ZH_NUMERAL_RUN = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
 _ZH_IDIOMS = frozenset({"万一", "千万", "一一"})
+# A numeral plus a classifier that is a word of its own: 十分 "very", 一度 "once, for a time",
+# 一时 "for a moment". 十分钟 (ten minutes) and clock times (三点十分) stay numbers.
+_ZH_NOT_NUMBERS = frozenset({"十分", "一度", "一时"})
 _ZH_CLASSIFIERS = frozenset(
     "年月日号个位名人次种项件条张部本册卷届座家所岁天周时分秒倍米元角场局集季章节首篇款台辆架艘只头匹层颗份批组队支股度期代"
 )
@@ -650,6 +717,9 @@ def _s8(q: _Question) -> _Perturbation:
             run = m.group()
             if s > 0 and text[s - 1] == "第":
                 continue
+            if (run + text[e:e + 1] in _ZH_NOT_NUMBERS and text[e + 1:e + 2] != "钟"
+                    and not (s > 0 and text[s - 1] == "点")):
+                continue
             if (len(run) >= 2 and run not in _ZH_IDIOMS) or text[e:e + 1] in _ZH_CLASSIFIERS:
                 found.append((s, e))
         for s, e in sorted(found):
@@ -666,6 +736,10 @@ def _s13(q: _Question) -> _Perturbation:
     text = a.text
     position = 0
     while position < len(text):
+        skip = next((word for word in NOT_INTERROGATIVES_ZH if text.startswith(word, position)), None)
+        if skip:
+            position += len(skip)
+            continue
         for word in INTERROGATIVES_ZH:  # longest first
             if text.startswith(word, position):
                 kept_chars.update(range(position, position + len(word)))
@@ -695,7 +769,6 @@ _BUILDERS: dict[str, Callable[[_Question], _Perturbation]] = {
 }
 _MASKING = frozenset({"s2", "s3", "s7", "s9", "s9p", "s10", "s11", "s12", "s14"})
 _RANDOM = frozenset({"s4", "s5", "s8"})
-_MOVING = frozenset({"s4", "s5", "s6"})  # answer text never changes, only its position
 
 # --------------------------------------------------------------------------- s6 back-translation
 
@@ -742,10 +815,37 @@ def _resolve_translation(translation_models) -> tuple[Translator, Translator] | 
     for key, spec in (("en-fr", forward), ("fr-en", backward)):
         if not callable(spec) and not Path(spec).is_dir():
             return f"translation model {key}: directory not found"
-    try:
-        return _translator(forward), _translator(backward)
-    except ImportError as exc:
-        return f"translation models configured but not loadable ({exc.name or exc} is not installed)"
+        if not callable(spec):
+            missing_files = _missing_marian_files(Path(spec))
+            if missing_files:
+                return (f"translation model {key}: not a Marian model directory "
+                        f"(missing {', '.join(missing_files)})")
+    translators = []
+    for key, spec in (("en-fr", forward), ("fr-en", backward)):
+        try:
+            translators.append(_translator(spec))
+        except ImportError as exc:
+            return f"translation models configured but not loadable ({exc.name or exc} is not installed)"
+        except Exception as exc:  # noqa: BLE001 - whatever the loader raises, only s6 is affected
+            return f"translation model {key} could not be loaded ({_describe(exc)})"
+    return translators[0], translators[1]
+
+
+def _missing_marian_files(directory: Path) -> list[str]:
+    """Files a saved Marian model and tokenizer need that ``directory`` lacks: a clear note
+    instead of whatever error the loader would raise half-way."""
+    missing = [name for name in ("config.json", "source.spm", "target.spm", "vocab.json")
+               if not (directory / name).is_file()]
+    if not any((directory / name).is_file() for name in ("model.safetensors", "pytorch_model.bin")):
+        missing.append("model.safetensors or pytorch_model.bin")
+    return missing
+
+
+def _describe(exc: Exception) -> str:
+    """One readable line for a note: the error's type and the first line of its message."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _back_translations(gold: dict, translators: tuple[Translator, Translator], analyses: _Analyses) -> dict[str, str]:
@@ -769,24 +869,24 @@ def _back_translations(gold: dict, translators: tuple[Translator, Translator], a
 def _s6_factory(table: Mapping[str, str]):
     def run(q: _Question) -> _Perturbation:
         a = q.context
-        edits, placed = [], {}
-        for s, e in a.sentences:
+        out = _Perturbation()
+        for s, e in a.sentences:  # every sentence, whatever the gold (see the module docstring)
             original = a.text[s:e]
             translated = table.get(original, original)
             if translated == original:
                 continue
-            inside = {k: span for k, span in enumerate(q.answers) if span[0] < e and s < span[1]}
-            offsets = {}
-            for k, (as_, ae) in inside.items():
-                found = translated.find(a.text[as_:ae]) if s <= as_ and ae <= e else -1
+            edit_index = len(out.context_edits)
+            out.context_edits.append(_Edit(s, e, translated))
+            for k, (answer_start, answer_end) in enumerate(q.answers):
+                if not (answer_start < e and s < answer_end):
+                    continue
+                inside = s <= answer_start and answer_end <= e
+                found = translated.find(a.text[answer_start:answer_end]) if inside else -1
                 if found < 0:
-                    break
-                offsets[k] = found
-            else:
-                for k, offset in offsets.items():
-                    placed[k] = (len(edits), offset)
-                edits.append(_Edit(s, e, translated))
-        return _Perturbation(context_edits=edits, placed=placed)
+                    out.lost.add(k)
+                else:
+                    out.placed[k] = (edit_index, found)
+        return out
     return run
 
 
@@ -851,15 +951,20 @@ def _variant(gold: dict, skill: str, language: str, seed: int, translation_model
         resolved = _resolve_translation(translation_models)
         if isinstance(resolved, str):
             return _result(skill, NOT_CONFIGURED, note=resolved)
-        builder = _s6_factory(_back_translations(gold, resolved, analyses))
+        try:
+            table = _back_translations(gold, resolved, analyses)
+        except Exception as exc:  # noqa: BLE001 - a failing model must not stop the other skills
+            return _result(skill, NOT_CONFIGURED, note=f"translation failed ({_describe(exc)})")
+        builder = _s6_factory(table)
     else:
         builder = _BUILDERS[skill]
     return _build(gold, skill, builder, language=language, seed=seed, analyses=analyses)
 
 
 def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyses: _Analyses) -> dict:
-    counts = {"questions": 0, "kept": 0, "changed": 0, "dropped_answer_masked": 0,
-              "dropped_answer_not_found": 0, "answers_rewritten": 0, "answers_masked": 0, "answers_not_found": 0}
+    counts = {"questions": 0, "kept": 0, "changed": 0, "dropped_answer_masked": 0, "dropped_answer_lost": 0,
+              "dropped_answer_not_found": 0, "answers_rewritten": 0, "answers_masked": 0, "answers_lost": 0,
+              "answers_not_found": 0}
     data, public_data = [], []
     for article in gold["data"]:
         new_paragraphs, public_paragraphs = [], []
@@ -892,8 +997,11 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                     counts["dropped_answer_not_found"] += 1
                     continue
                 span_map = _SpanMap(perturbation.context_edits, new_starts)
-                answers = []
+                answers, n_lost = [], 0
                 for k, (s, e) in enumerate(located):
+                    if k in perturbation.lost:
+                        n_lost += 1
+                        continue
                     if k in perturbation.placed:
                         edit_index, offset = perturbation.placed[k]
                         ns = new_starts[edit_index] + offset
@@ -901,12 +1009,6 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                     else:
                         ns, ne = span_map.start(s), span_map.end(e)
                     text = new_context[ns:ne]
-                    if skill in _MOVING and text != texts[k]:
-                        # Only reachable for spans with odd edges (e.g. a trailing space): the
-                        # answer text itself is unchanged by these skills, so look it up again.
-                        span = _locate(new_context, texts[k], ns)
-                        ns, ne = span if span else (0, 0)
-                        text = new_context[ns:ne]
                     if ne <= ns:
                         counts["answers_not_found"] += 1
                         continue
@@ -916,8 +1018,9 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                     if text != texts[k]:
                         counts["answers_rewritten"] += 1
                     answers.append({"text": text, "answer_start": ns})
+                counts["answers_lost"] += n_lost
                 if not answers:
-                    counts["dropped_answer_masked"] += 1
+                    counts["dropped_answer_lost" if n_lost else "dropped_answer_masked"] += 1
                     continue
                 counts["kept"] += 1
                 if new_context != context or new_question != qa["question"]:
@@ -937,11 +1040,13 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
             data.append({"title": article.get("title", ""), "paragraphs": new_paragraphs})
         if public_paragraphs:
             public_data.append({"title": article.get("title", ""), "paragraphs": public_paragraphs})
-    dropped = counts["dropped_answer_masked"] + counts["dropped_answer_not_found"]
+    dropped = counts["dropped_answer_masked"] + counts["dropped_answer_lost"] + counts["dropped_answer_not_found"]
     note = (f"{counts['kept']} of {counts['questions']} questions kept, {counts['changed']} perturbed; "
             f"{dropped} dropped ({counts['dropped_answer_masked']} with every gold answer masked, "
+            f"{counts['dropped_answer_lost']} with every gold answer broken up, "
             f"{counts['dropped_answer_not_found']} with no gold answer found in the passage); "
             f"gold answers: {counts['answers_rewritten']} re-written, {counts['answers_masked']} removed as masked, "
+            f"{counts['answers_lost']} removed as broken up, "
             f"{counts['answers_not_found']} not found in the original passage")
     if not counts["kept"]:  # an empty gold file is not a test set (the scorer refuses it)
         return _result(skill, NOT_APPLICABLE, None, 0, 0, dropped, "every question dropped: " + note, counts)

@@ -70,7 +70,7 @@ def compare(a, b):
             "tests": side_by_side((cl_a or {}).get("tests", []), (cl_b or {}).get("tests", []), "name",
                                   ["capability", "failure_rate", "bert_failure_rate"]),
             "capabilities": side_by_side((cl_a or {}).get("capabilities", []), (cl_b or {}).get("capabilities", []),
-                                         "capability", ["failure_rate"]),
+                                         "capability", ["failure_rate", "bert_failure_rate"]),
         }
     qt_a = (a.diagnostics or {}).get("question_types")
     qt_b = (b.diagnostics or {}).get("question_types")

@@ -6,6 +6,8 @@ per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers and di
 work the same for every kind.
 """
 import json
+import math
+import sys
 from dataclasses import dataclass, field
 
 from scoring import classification, expmrc
@@ -71,11 +73,9 @@ class SkillsScorer:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise InvalidPredictions(f"duplicated sections: {', '.join(show(n) for n in repeated)}")
-        unknown = [name for name in names if name != "original" and name not in variants]
-        if unknown:
-            raise InvalidPredictions(
-                f"unknown sections {', '.join(show(n) for n in unknown[:5])}; allowed: original, "
-                + ", ".join(sorted(variants, key=_skill_order)))
+        refused = [name for name in names if name != "original" and name not in variants]
+        if refused:
+            raise InvalidPredictions(self.refusal(refused, test_set, variants))
         if "original" not in names:
             raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
         parsed = {}
@@ -87,6 +87,32 @@ class SkillsScorer:
             except InvalidPredictions as exc:
                 raise InvalidPredictions(f"section {show(name)}: {exc}") from None
         return parsed
+
+    def refusal(self, refused, test_set, variants):
+        """Why sections cannot be scored: a skill not defined for the task's language, not
+        configured (s6) or without a variant is named as such, anything else is unknown."""
+        from scoring import skills
+
+        task = test_set.task
+        languages = dict(type(task).LANGUAGE_CHOICES)
+        stored = dict(test_set.skill_variants.values_list("skill", "status"))
+        reasons = []
+        for name in refused[:5]:
+            if name not in skills.SKILLS:
+                reasons.append(f"{show(name)} is not a skill section")
+            elif task.language not in skills.SKILLS[name]["languages"]:
+                defined_for = " and ".join(languages.get(code, code)
+                                           for code in sorted(skills.SKILLS[name]["languages"]))
+                reasons.append(f"{show(name)} is not applicable to this task's language "
+                               f"({task.get_language_display()}): {name} is defined for {defined_for} passages only")
+            elif stored.get(name) == skills.NOT_CONFIGURED:
+                reasons.append(f"{show(name)} is not configured on this server, so it has no variant to score")
+            elif name in stored:
+                reasons.append(f"{show(name)} has no scorable variant for this test set ({stored[name]})")
+            else:
+                reasons.append(f"{show(name)} has not been built yet for this test set")
+        allowed = ", ".join(["original", *sorted(variants, key=_skill_order)])
+        return f"section {'; section '.join(reasons)}; sections this task accepts: {allowed}"
 
     def score(self, task, test_set, predictions):
         from scoring import skills
@@ -141,10 +167,17 @@ class ChecklistScorer:
 class InterpretationScorer:
     """QUACKIE score files {sample_id: [one float per frozen sentence]} (SPEC §6): official
     IoU/HPD/SNR on the binarised top-1 vector plus the extended raw-score columns; a sample
-    whose list has the wrong length, holds NaN or is missing is a counted fail."""
+    whose list has the wrong length, holds NaN or is missing is a counted fail.
+
+    Everything stored is a finite number or None (PostgreSQL's jsonb refuses NaN and
+    Infinity). The scorer's values are finite, but an ``snr_raw`` near the double limit (noise
+    ~1e-150 of the signal) would overflow once scaled x100 or summed by the CI bootstrap, so
+    such an item value is stored as undefined and the column's score is the mean of the
+    remaining items."""
 
     version = "quackie-1"
     METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
+    COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
 
     def parse(self, raw, test_set, *, max_bytes):
         from scoring import quackie
@@ -155,14 +188,32 @@ class InterpretationScorer:
         from scoring import quackie
 
         result = quackie.score(test_set.gold, predictions)
-        summary = {"IoU": "iou", "HPD": "hpd", "SNR": "snr", "HPD_rank": "hpd_rank", "SNR_raw": "snr_raw"}
-        scores = {key: (100.0 * result[name] if result[name] is not None else None) for name, key in summary.items()}
-        rows = [[sample.get(metric) for metric in self.METRICS] for sample in result["per_sample"]]
+        # Largest item value whose x100 sum over every item stays a finite double.
+        limit = sys.float_info.max / (100.0 * max(result["n"], 1))
+        rows, scores = [], {}
+        for sample in result["per_sample"]:
+            rows.append([_finite_or_none(sample[metric], limit) for metric in self.METRICS])
+        for column, metric in enumerate(self.METRICS):
+            mean = result[self.COLUMNS[metric]]
+            kept = [row[column] for row in rows if row[column] is not None]
+            if len(kept) != sum(sample[metric] is not None for sample in result["per_sample"]):
+                mean = math.fsum(kept) / len(kept) if kept else None  # some items were too large
+            scores[metric] = _finite_or_none(None if mean is None else 100.0 * mean)
+        details = {key: result[key] for key in ("fails", "no_snr", "n")}
+        details.update({key: _finite_or_none(result[key]) for key in ("IoU_std", "HPD_std", "SNR_std")})
         return ScoredRun(
             scores=scores, item_rows=rows, total=result["n"], unanswered=sum(
                 1 for sample_id in test_set.gold if sample_id not in predictions),
-            details={"quackie": {key: result[key] for key in ("fails", "no_snr", "n", "IoU_std", "HPD_std", "SNR_std")}},
+            details={"quackie": details},
         )
+
+
+def _finite_or_none(value, limit=sys.float_info.max):
+    """``float(value)`` if it is a number of magnitude at most ``limit``, else None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and abs(value) <= limit else None
 
 
 def _plain(pairs):

@@ -2,6 +2,7 @@
 ids, predictions uploaded and scored with failure rates per test and capability beside BERT's,
 shown on the entry page and compared side by side."""
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -33,6 +34,21 @@ def api():
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(make_user())}")
     return client
+
+
+def section(html, start, end):
+    """The part of a page from ``start`` to the next ``end``."""
+    html = html[html.index(start):]
+    return html[:html.index(end)]
+
+
+def row_cells(table_html, first_cell):
+    """Text of the cells of the table row whose first cell is ``first_cell``."""
+    for row in re.findall(r"<tr>(.*?)</tr>", table_html, flags=re.S):
+        cells = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        if cells and cells[0] == first_cell:
+            return cells
+    raise AssertionError(f"no row {first_cell!r} in {table_html}")
 
 
 def upload(api, predictions, name="System"):
@@ -73,6 +89,16 @@ def test_predictions_are_scored_per_test_and_capability_beside_bert(suite_task, 
     assert by_name["Typos in the question"]["bert_failure_rate"] is None  # not one of the 24
     assert {c["capability"]: c["failure_rate"] for c in details["capabilities"]} == {
         "Vocabulary": pytest.approx(50.0), "Robustness": pytest.approx(50.0)}
+    assert {c["capability"]: c["bert_failure_rate"] for c in details["capabilities"]} == {
+        "Vocabulary": 20.0, "Robustness": None}
+    # The entry page shows each capability's failure rate with BERT's beside it, as a table
+    # and as a second chart on the same 0-100 scale.
+    capabilities = section(detail, 'id="checklist-capabilities"', "</table>")
+    assert row_cells(capabilities, "Vocabulary") == ["Vocabulary", "1", "2", "1", "50.0", "20.0"]
+    assert row_cells(capabilities, "Robustness") == ["Robustness", "1", "2", "1", "50.0", "—"]
+    assert "By capability: BERT-base (reference)" in detail
+    bert_chart = section(detail, "By capability: BERT-base (reference)", "</svg>")
+    assert ">Vocabulary<" in bert_chart and ">20.0<" in bert_chart and "Robustness" not in bert_chart
     rows = api.get("/api/tasks/checklist-small/leaderboard/").json()["rows"]
     assert [row["method"] for row in rows if not row["reported"]] == ["System"]
 
@@ -85,8 +111,15 @@ def test_predictions_are_scored_per_test_and_capability_beside_bert(suite_task, 
     assert other["scores"]["pass_rate"] == pytest.approx(50.0)  # MFT now 2/2, INV 0/2
     compare = Client().get(f"/api/compare/?a={submission_id}&b={other_id}").json()
     assert "checklist" in compare, compare.keys()
+    by_capability = {row["capability"]: row for row in compare["checklist"]["capabilities"]}
+    assert by_capability["Vocabulary"]["a"] == {"failure_rate": pytest.approx(50.0), "bert_failure_rate": 20.0}
+    assert by_capability["Vocabulary"]["b"]["failure_rate"] == pytest.approx(0.0)
+    assert by_capability["Robustness"]["b"] == {"failure_rate": pytest.approx(100.0), "bert_failure_rate": None}
     page = Client().get(f"/compare/?a={submission_id}&b={other_id}").content.decode()
     assert 'id="compare-checklist"' in page
+    compared = section(page, 'id="compare-checklist-capabilities"', "</table>")
+    assert row_cells(compared, "Vocabulary") == ["Vocabulary", "50.0", "0.0", "20.0"]
+    assert row_cells(compared, "Robustness") == ["Robustness", "50.0", "100.0", "—"]
 
 
 @pytest.mark.parametrize("predictions, expected", [

@@ -2,6 +2,7 @@
 scoring through the ExpMRC scorer, public inputs, gaps."""
 import copy
 import json
+import re
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from scoring.skills import (
     UNK,
     build_all,
     build_variant,
+    marian_translator,
     public_inputs,
     skill_gaps,
 )
@@ -79,6 +81,12 @@ def u(n):
     return " ".join([UNK] * n)
 
 
+def public_passages(result):
+    """{question id: perturbed passage} of a variant's public side (dropped questions too)."""
+    return {qa["id"]: paragraph["context"] for article in result["public"]["data"]
+            for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+
+
 # ----------------------------------------------------------------- metadata
 
 def test_skill_table_follows_the_document():
@@ -99,13 +107,45 @@ def test_skill_table_follows_the_document():
 
 def test_s1_adjectives_become_their_first_direct_wordnet_antonym():
     # old -> young; happier (comparative) -> base-form antonym "unhappy". "crossed" is an
-    # adjective lemma too (crossed/uncrossed): without a tagger homographs change as well.
+    # adjective lemma too (crossed/uncrossed) but here a verb: a participle after a name stays.
     context = ("The young bridge was built in 1887 because the river flooded every spring. If the water rises, "
-               "this bridge closes. Anna uncrossed it with her two dogs; she was unhappy than before. "
+               "this bridge closes. Anna crossed it with her two dogs; she was unhappy than before. "
                "That crossing took 45 minutes.")
     assert_variant(build_variant(EN_GOLD, "s1"), same_context(context, {
-        "q1": [("Anna", 115)], "q2": [("1887", 30)], "q3": [("45 minutes", 200)],
-        "q4": [("with her two dogs", 133)]}))
+        "q1": [("Anna", 115)], "q2": [("1887", 30)], "q3": [("45 minutes", 198)],
+        "q4": [("with her two dogs", 131)]}))
+
+
+def s1_passage(context):
+    gold = make_gold(context, "expmrc-squad-dev", {"a": ("What?", context.split()[0])})
+    return by_question(build_variant(gold, "s1"))["a"][0]
+
+
+@pytest.mark.parametrize("context", [
+    "It was used by the army in 1900.",  # used -> misused
+    "The bridge was made of iron.",  # made -> unmade
+    "The game was delayed due to rain.",  # due -> undue
+    "Bees make honey as well as wax.",  # well -> ill
+    "The ring was found in a field.",  # found -> lost
+    "He sent a letter home.",  # sent -> unsent; home -> away
+    "She came back and still waited.",  # back -> front; still -> moving
+    "They wanted to open a shop.",  # open -> shut after "to"
+    "You can clear the table.",  # clear -> unclear after a modal
+])
+def test_s1_leaves_verbs_adverbs_and_other_homographs_alone(context):
+    assert s1_passage(context) == context
+
+
+@pytest.mark.parametrize("context, expected", [
+    ("Anna saw an old bridge.", "Anna saw an young bridge."),  # plain adjective (a/an not adapted)
+    ("He drove a used car.", "He drove a misused car."),  # participle after a determiner
+    ("The known world was small.", "The unknown world was large."),
+    ("Highly developed skills are rare.", "Highly undeveloped skills are rare."),  # after a degree adverb
+    ("The door is open.", "The door is shut."),  # predicative adjective after "be"
+    ("The bridge was built in 1887.", "The bridge was built in 1887."),  # no antonym: unchanged
+])
+def test_s1_still_flips_true_adjectives(context, expected):
+    assert s1_passage(context) == expected
 
 
 def test_s2_function_words_are_masked_and_answers_rewritten():
@@ -128,25 +168,33 @@ def test_s3_content_words_are_masked_and_fully_masked_answers_dropped():
     assert (result["n_items"], result["n_dropped"], result["counts"]["dropped_answer_masked"]) == (1, 3, 3)
 
 
-def test_s4_words_shuffled_in_runs_of_the_answer_length_final_run_last():
-    # Each sentence is cut into runs as long as the question's answer, aligned on the answer, and
-    # the runs are shuffled (the last stays last): the answer stays whole, but so does every other
-    # run of its length, so the public inputs do not single the hidden answer out.
-    expected = {
-        "q1": ("bridge river was built old in The because flooded 1887 every the spring . the closes water this , "
-               "If bridge rises . before it dogs her ; than two was Anna crossed happier with she . 45 took "
-               "crossing That minutes .", EN_QUESTIONS["q1"][0], [("Anna", 150)]),
-        "q2": ("river flooded 1887 in The old every built bridge the because was spring . , bridge rises closes the "
-               "If water this . her ; than happier was Anna with it before two dogs she crossed . took crossing "
-               "minutes That 45 .", EN_QUESTIONS["q2"][0], [("1887", 14)]),
-        "q3": ("built in bridge was the river flooded every 1887 because The old spring. bridge closes If the , "
-               "this water rises . Anna crossed happier than her two dogs; she was it with before. That crossing "
-               "took 45 minutes .", EN_QUESTIONS["q3"][0], [("45 minutes", 198)]),
-        "q4": ("the river flooded every The old bridge was built in 1887 because spring. If the water rises , "
-               "this bridge closes . ; she was happier Anna crossed it with her two dogs than before. That "
-               "crossing took 45 minutes.", EN_QUESTIONS["q4"][0], [("with her two dogs", 149)]),
+def test_s4_words_shuffled_in_segments_of_three_final_token_last():
+    # Each sentence's tokens but the last are cut into segments of 3 tokens on a grid with a
+    # random origin (from the question id, never the gold) and the segments are shuffled; the
+    # sentence-final token stays last. q4's 4-token answer straddles a segment boundary and its
+    # segments were separated: it is lost, so q4 is not scored, but it stays public.
+    public = {
+        "q1": "The old the river flooded in 1887 because bridge was built every spring. If the water rises, this "
+              "bridge closes. dogs; she Anna crossed it before with her two was happier than. That crossing took "
+              "45 minutes.",
+        "q2": "The old bridge was built in 1887 because the spring river flooded every. rises, this If the water "
+              "bridge closes. dogs; she before was happier than with her two Anna crossed it. took 45 minutes That "
+              "crossing.",
+        "q3": "1887 because the was built in spring The old bridge river flooded every. closes If the water rises "
+              ", this bridge. Anna crossed it with her two dogs; she was happier than before. That crossing took 45 "
+              "minutes.",
+        "q4": "built in 1887 The old bridge was flooded every spring because the river. bridge closes rises, this "
+              "If the water. two dogs; she was happier Anna crossed than before it with her. took 45 minutes That "
+              "crossing.",
     }
-    assert_variant(build_variant(EN_GOLD, "s4"), expected)
+    result = build_variant(EN_GOLD, "s4")
+    assert_variant(result, {
+        "q1": (public["q1"], EN_QUESTIONS["q1"][0], [("Anna", 123)]),
+        "q2": (public["q2"], EN_QUESTIONS["q2"][0], [("1887", 28)]),
+        "q3": (public["q3"], EN_QUESTIONS["q3"][0], [("45 minutes", 197)]),
+    })
+    assert public_passages(result) == public
+    assert (result["n_dropped"], result["counts"]["answers_lost"], result["counts"]["dropped_answer_lost"]) == (1, 1, 1)
 
 
 def test_s5_sentence_order_shuffled():
@@ -166,7 +214,7 @@ def test_s5_sentence_order_shuffled():
     assert [len(p["qas"]) for p in result["gold"]["data"][0]["paragraphs"]] == [1, 1, 2]
 
 
-def test_s6_back_translation_keeps_sentences_whose_answer_would_be_lost():
+def test_s6_back_translates_every_sentence_and_drops_lost_answers():
     def to_french(texts):
         return ["<fr>" + t + "</fr>" for t in texts]
 
@@ -183,10 +231,11 @@ def test_s6_back_translation_keeps_sentences_whose_answer_would_be_lost():
     translated = ("The ancient bridge was built in 1887 because the river overflowed every spring. If the water "
                   "rises, this bridge closes. Ana crossed it with her two dogs; she was happier than before. That "
                   "crossing took 45 minutes.")
-    # q1's answer "Anna" would not survive its sentence's back-translation: that sentence stays.
-    kept = translated.replace("Ana crossed", "Anna crossed")
+    # q1's answer "Anna" does not survive the back-translation of its sentence: q1 is not scored,
+    # but its passage is translated like every other (keeping it would point at the answer).
+    assert public_passages(result) == {qid: translated for qid in EN_QUESTIONS}
+    assert (result["n_dropped"], result["counts"]["dropped_answer_lost"]) == (1, 1)
     assert_variant(result, {
-        "q1": (kept, EN_QUESTIONS["q1"][0], [("Anna", 120)]),
         "q2": (translated, EN_QUESTIONS["q2"][0], [("1887", 32)]),
         "q3": (translated, EN_QUESTIONS["q3"][0], [("45 minutes", 202)]),
         "q4": (translated, EN_QUESTIONS["q4"][0], [("with her two dogs", 135)]),
@@ -197,6 +246,46 @@ def test_s6_back_translation_keeps_sentences_whose_answer_would_be_lost():
 def test_s6_not_configured_without_translation_models(models):
     result = build_variant(EN_GOLD, "s6", translation_models=models)
     assert result["status"] == "not configured" and result["gold"] is None and result["note"]
+
+
+def garbage_marian_folder(directory):
+    """A folder with every file a Marian model needs, none of them valid."""
+    directory.mkdir()
+    for name in ("config.json", "source.spm", "target.spm", "vocab.json", "model.safetensors"):
+        (directory / name).write_text("{ not json")
+    return directory
+
+
+def test_a_folder_that_is_not_a_marian_model_fails_s6_only_with_what_is_missing(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    results = build_all(EN_GOLD, translation_models={"en-fr": str(tmp_path), "fr-en": str(tmp_path)})
+    assert (results["s6"]["status"], results["s6"]["gold"]) == ("not configured", None)
+    assert results["s6"]["note"] == ("translation model en-fr: not a Marian model directory (missing source.spm, "
+                                     "target.spm, vocab.json, model.safetensors or pytorch_model.bin)")
+    assert all(results[s]["status"] == "ok" for s in SKILLS if s not in {"s3", "s6"})  # s3: see its golden
+
+
+def test_an_invalid_model_folder_fails_s6_only(tmp_path):
+    pytest.importorskip("transformers", reason="loading Marian models needs transformers (optional)")
+    broken = garbage_marian_folder(tmp_path / "en-fr")
+    results = build_all(EN_GOLD, translation_models={"en-fr": str(broken), "fr-en": str(broken)})
+    assert results["s6"]["status"] == "not configured" and results["s6"]["gold"] is None
+    assert results["s6"]["note"].startswith("translation model en-fr could not be loaded (")
+    assert "\n" not in results["s6"]["note"] and len(results["s6"]["note"]) < 300
+    assert all(results[s]["status"] == "ok" for s in SKILLS if s not in {"s3", "s6"})
+
+
+def test_a_translator_that_fails_while_translating_fails_s6_only():
+    def crash(texts):
+        raise RuntimeError("CUDA out of memory\nTried to allocate 2 GiB")
+
+    results = build_all(EN_GOLD, translation_models={"en-fr": crash, "fr-en": lambda texts: texts})
+    s6 = results["s6"]
+    assert (s6["status"], s6["gold"], s6["public"]) == ("not configured", None, None)
+    assert s6["note"] == "translation failed (RuntimeError: CUDA out of memory)"
+    short = build_all(EN_GOLD, translation_models={"en-fr": lambda texts: texts[:1], "fr-en": lambda texts: texts})
+    assert short["s6"]["status"] == "not configured" and "different number of sentences" in short["s6"]["note"]
+    assert results["s2"]["status"] == short["s2"]["status"] == "ok"
 
 
 def test_s7_comparatives_and_superlatives_masked():
@@ -333,15 +422,20 @@ def test_chinese_applicability():
                for s, r in results.items() if s not in {"s4", "s5", "s8", "s13", "s14"})
 
 
-def test_zh_s4_characters_shuffled_within_sentences_in_runs_of_the_answer_length():
-    assert_variant(build_variant(ZH_GOLD, "s4", language="zh"), {
-        "z1": ("建于1887年这座古桥。泛滥，所每年都会春天以人建了河水们修它！狗走两只带着安娜过这座桥。五分花了过桥四十钟。",
-               ZH_QUESTIONS["z1"][0], [("安娜", 38)]),
-        "z2": ("这座1887年古桥建于。都会泛滥以人，所河水建了春天们修每年它！两只狗走座桥过这带着安娜。四十花了过桥五分钟。",
-               ZH_QUESTIONS["z2"][0], [("1887年", 2)]),
-        "z3": ("这座古桥建于1887年。，所以人们天都会泛滥河水每年春修建了它！只狗走过这安娜带着两座桥。过桥花了四十五分钟。",
-               ZH_QUESTIONS["z3"][0], [("四十五分钟", 49)]),
+def test_zh_s4_characters_shuffled_within_sentences_in_segments_of_five():
+    # Tokens are characters (an ASCII run is one token): segments of 5 on a random grid.
+    # z3's answer 四十五分钟 was cut in two and separated: lost, not scored, still public.
+    result = build_variant(ZH_GOLD, "s4", language="zh")
+    public = {
+        "z1": "桥建于1887年这座古。们修建了它河水每年春天都会泛滥，所以人！只狗走过这座桥安娜带着两。钟了四十五分过桥花。",
+        "z2": "这座古桥建于1887年。泛滥，所以它年春天都会人们修建了河水每！安娜带着两座桥只狗走过这。五分钟桥花了四十过。",
+        "z3": "1887年座古桥建于这。修建了它，所以人们河水每年春天都会泛滥！安娜带着两座桥只狗走过这。分钟过桥花了四十五。",
+    }
+    assert_variant(result, {
+        "z1": (public["z1"], ZH_QUESTIONS["z1"][0], [("安娜", 39)]),
+        "z2": (public["z2"], ZH_QUESTIONS["z2"][0], [("1887年", 6)]),
     })
+    assert public_passages(result) == public
 
 
 def test_zh_s5_sentence_order_shuffled():
@@ -368,6 +462,16 @@ def test_zh_s8_leaves_ordinals_and_idioms():
     assert by_question(result)["a"][0] == "第一次万一失败，一些人会再来。" and result["n_changed"] == 0
 
 
+def test_zh_s8_leaves_very_once_and_for_a_moment_but_not_ten_minutes():
+    # 十分 "very", 一度 "once", 一时 "for a moment": a numeral plus a classifier-like character.
+    words = "他十分高兴，一度想走，一时不知。"
+    gold = make_gold(words + "等了十分钟，三点十分到。", "expmrc-cmrc2018-dev", {"a": ("谁？", "他")})
+    context = by_question(build_variant(gold, "s8", language="zh"))["a"][0]
+    assert context.startswith(words)
+    minutes, clock = re.fullmatch(r"等了(\d+)分钟，三点(\d+)分到。", context[len(words):]).groups()
+    assert 1000 <= int(minutes) <= 10000 and 1000 <= int(clock) <= 10000
+
+
 def test_zh_s13_keeps_chinese_interrogatives():
     assert_variant(build_variant(ZH_GOLD, "s13", language="zh"), {
         "z1": (ZH_CONTEXT, "谁" + UNK * 8 + "？", [("安娜", 32)]),
@@ -376,6 +480,22 @@ def test_zh_s13_keeps_chinese_interrogatives():
     })
     gold = make_gold("他什么时候来？", "expmrc-cmrc2018-dev", {"a": ("他什么时候来的？", "他")})
     assert by_question(build_variant(gold, "s13", language="zh"))["a"][1] == UNK + "什么时候" + UNK * 2 + "？"
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("他怎样来的？", UNK + "怎样" + UNK * 2 + "？"),
+    ("桥有多长？", UNK * 2 + "多长？"),
+    ("他多大了？", UNK + "多大" + UNK + "？"),
+    ("要走多久？", UNK * 2 + "多久？"),
+    ("这是啥？", UNK * 2 + "啥？"),
+    ("他在哪儿？", UNK * 2 + "哪儿？"),  # longest match: 哪儿, not 哪 + a masked 儿
+    ("为何下雨？", "为何" + UNK * 2 + "？"),
+    ("几时开始？", "几时" + UNK * 2 + "？"),
+    ("几乎所有人都去了几次？", UNK * 8 + "几" + UNK + "？"),  # 几乎 = "almost"; 几次 = "how many times"
+])
+def test_zh_s13_more_interrogatives_and_not_almost(question, expected):
+    gold = make_gold("他来了。", "expmrc-cmrc2018-dev", {"a": (question, "他")})
+    assert by_question(build_variant(gold, "s13", language="zh"))["a"][1] == expected
 
 
 def test_zh_s14_most_similar_sentence_by_character_overlap():
@@ -422,13 +542,18 @@ def test_unlocatable_answers_are_removed_and_counted():
     assert by_question(result)["a"][2] == [("Anna", 126)]
 
 
-def test_answers_with_white_space_edges_stay_locatable_when_moved():
+def test_answers_with_white_space_edges_are_kept_exactly_or_lost_when_moved():
     context = "Alpha is first. Beta comes next. Gamma ends it."
-    gold = make_gold(context, "expmrc-squad-dev", {"a": ("Who?", " Beta comes "), "b": ("Who?", "next. ")})
+    gold = make_gold(context, "expmrc-squad-dev", {"a": ("Who?", " Beta comes "), "b": ("Who?", "next. "),
+                                                   "c": ("Who?", "Gamma")})
     for skill in ("s4", "s5"):
-        for new_context, _, answers in by_question(build_variant(gold, skill)).values():
+        result = build_variant(gold, skill)
+        kept = by_question(result)
+        assert "c" in kept and result["n_items"] + result["n_dropped"] == 3
+        assert result["counts"]["answers_lost"] == 3 - result["n_items"]
+        for new_context, _, answers in kept.values():
             for text, start in answers:
-                assert text in (" Beta comes ", "next. ") and new_context[start:].startswith(text)
+                assert text in (" Beta comes ", "next. ", "Gamma") and new_context[start:].startswith(text)
 
 
 def test_errors():
@@ -535,8 +660,11 @@ def test_squad_dev_counts_and_speed(dev_variants):
     _, results, seconds = dev_variants["squad"]
     assert seconds < 30, f"build_all on the SQuAD dev set took {seconds:.1f} s"
     assert results["s6"]["status"] == "not configured"
-    for skill in ("s1", "s2", "s4", "s5", "s8", "s9", "s9p", "s10", "s11", "s12", "s13"):
+    for skill in ("s1", "s2", "s5", "s8", "s9", "s9p", "s10", "s11", "s12", "s13"):
         assert results[skill]["n_items"] == 501 and results[skill]["n_dropped"] == 0, skill
+    # s4 drops the questions whose every answer straddled a separated segment boundary.
+    assert 300 < results["s4"]["n_items"] < 450
+    assert results["s4"]["counts"]["dropped_answer_lost"] == results["s4"]["n_dropped"]
     # Fully masked answers are dropped: most of s3, about a quarter of s14.
     assert 100 < results["s3"]["n_items"] < 300 and 300 < results["s14"]["n_items"] < 450
     assert results["s8"]["counts"]["answers_rewritten"] > 100
@@ -589,11 +717,19 @@ def test_s6_with_local_marian_model_directories(tmp_path, monkeypatch):
     corpus = [EN_CONTEXT] + [q for q, _ in EN_QUESTIONS.values()]
     forward = _tiny_marian(tmp_path / "en-fr", corpus)
     backward = _tiny_marian(tmp_path / "fr-en", corpus)
+    translate = marian_translator(forward)
+    assert [type(t) for t in translate(["The old bridge.", "Anna crossed it."])] == [str, str]
     result = build_variant(EN_GOLD, "s6", translation_models={"en-fr": forward, "fr-en": str(backward)})
-    assert result["status"] == "ok" and result["n_items"] == 4
-    for context, _, answers in by_question(result).values():
-        for text, start in answers:
-            assert context[start:].startswith(text)
+    # Random weights rewrite sentences into noise, so answers are lost (a real model keeps most);
+    # the models were loaded and ran: the variant is built, not "not configured".
+    counts = result["counts"]
+    assert counts["questions"] == 4 and counts["kept"] + counts["dropped_answer_lost"] == 4
+    if result["status"] == "ok":
+        for context, _, answers in by_question(result).values():
+            for text, start in answers:
+                assert context[start:].startswith(text)
+    else:
+        assert result["status"] == "not applicable" and result["note"].startswith("every question dropped")
 
 
 def test_public_variant_lists_every_question_even_dropped_ones():
@@ -610,3 +746,37 @@ def test_public_variant_lists_every_question_even_dropped_ones():
         assert set(ids(result["gold"])) <= set(ids(result["public"]))
     s3 = build_variant(EN_GOLD, "s3")
     assert len(ids(s3["gold"])) < len(ids(s3["public"]))  # the fixture drops questions in s3
+
+
+def _back_translate_with_synonyms(texts):
+    return [t.replace("old", "ancient").replace("Anna", "Ana") for t in texts]
+
+
+@pytest.mark.parametrize("skill", [s for s in SKILLS])
+def test_public_passages_do_not_depend_on_the_hidden_answers(skill):
+    """The same passages and questions with other gold answers (other lengths and positions,
+    several per question) give the same public variant: comparing it with the original
+    passage tells nothing about the answers."""
+    other_answers = {"q1": ["crossed it", "Anna crossed"], "q2": ["in 1887", "built"], "q3": ["took"],
+                     "q4": ["with her", "her"]}
+    other = copy.deepcopy(EN_GOLD)
+    for qa in other["data"][0]["paragraphs"][0]["qas"]:
+        qa["answers"] = [{"text": t, "answer_start": EN_CONTEXT.index(t)} for t in other_answers[qa["id"]]]
+    models = {"en-fr": lambda texts: texts, "fr-en": _back_translate_with_synonyms}
+    first = build_variant(EN_GOLD, skill, translation_models=models)
+    second = build_variant(other, skill, translation_models=models)
+    assert first["status"] == second["status"] == "ok"
+    assert second["public"] == first["public"]
+    assert by_question(second) != by_question(first)  # the scored gold does follow the answers
+
+
+def test_s5_never_keeps_sentences_together_around_an_answer():
+    # The original method merges the sentences an answer crosses, which would show where the
+    # answer is. Such an answer is lost instead; the public passage is the same as without it.
+    context = "Alpha is first. Beta comes next. Gamma ends it."
+    crossing = make_gold(context, "expmrc-squad-dev", {"a": ("Who?", "next. Gamma"), "b": ("Who?", "Alpha")})
+    result = build_variant(crossing, "s5")
+    plain = build_variant(make_gold(context, "expmrc-squad-dev", {"a": ("Who?", "Beta"), "b": ("Who?", "Alpha")}),
+                          "s5")
+    assert result["public"] == plain["public"]
+    assert set(by_question(result)) == {"b"} and result["counts"]["dropped_answer_lost"] == 1

@@ -3,7 +3,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import skill_sets
-from benchmark.models import Task
+from benchmark.models import SkillVariant, Task
 
 
 class Command(BaseCommand):
@@ -15,12 +15,16 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         task = Task.objects.filter(slug=opts["task"], kind=Task.SPAN).first()
         if task is None:
-            raise CommandError(f"{opts['task']}: no span-extraction task of that name")
+            raise CommandError(f"{opts['task']}: no span-extraction task of that name", returncode=2)
         test_set = task.current_test_set()
         if test_set is None:
-            raise CommandError(f"{task.slug} has no test set")
+            raise CommandError(f"{task.slug} has no test set", returncode=2)
         started = time.perf_counter()
         statuses = skill_sets.build(test_set, log=self.stdout.write)
+        notes = dict(SkillVariant.objects.filter(test_set=test_set).values_list("skill", "note"))
         for skill, status in statuses.items():
-            self.stdout.write(f"  {skill}: {status}")
+            # Why a skill was not built (language, translation models) is worth a line; the
+            # notes are aggregate counts and configuration messages, never gold.
+            reason = f" ({notes.get(skill)})" if status != "ok" and notes.get(skill) else ""
+            self.stdout.write(f"  {skill}: {status}{reason}")
         self.stdout.write(f"{task.slug}: {len(statuses)} skill sets in {time.perf_counter() - started:.1f} s")
