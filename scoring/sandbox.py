@@ -76,7 +76,9 @@ RUNTIME_DATA = ("resources/nltk_data",)
 SUBMISSION_FAILURES = {
     "import_error": "the code could not be imported (or defines no callable interpret)",
     "load_error": "the hosted model could not be loaded in the sandbox",
-    "crashed": "the sandboxed process died (a signal or a limit killed it, or it exited)",
+    "crashed": "the sandboxed process died while importing the code (a signal or a limit "
+               "killed it, or it exited)",
+    "too_many_crashes": "the sandboxed process died on too many samples (in a row, or in total)",
     "total_timeout": "the whole submission ran longer than its wall-clock limit",
     "output_flood": "a reply was larger than the output limit",
     "protocol_error": "the sandboxed process wrote something that is not a valid reply",
@@ -87,6 +89,7 @@ SAMPLE_FAILURES = {
     "not_finite": "a score is NaN or infinite",
     "exception": "interpret raised an exception",
     "timeout": "interpret ran longer than the per-sample limit",
+    "crashed": "the sandboxed process died on this sample (a signal, a limit or an exit)",
 }
 LOUD_WARNING = ("SANDBOX=none: submitted interpreter code runs WITHOUT a sandbox (no "
                 "namespaces, no uid change, no filesystem or network isolation; only rlimits "
@@ -100,6 +103,11 @@ class SandboxUnavailable(RuntimeError):
 
 class InvalidCode(ValueError):
     """An uploaded code submission is rejected at upload (one readable message)."""
+
+
+class UnsafeModelDir(SandboxUnavailable):
+    """The hosted model directory would put server data (database, media, secrets) inside
+    the sandbox; the message names the directory and what it would expose."""
 
 
 # =========================================================================== upload validation
@@ -303,6 +311,10 @@ class SandboxLimits:
     memory_bytes: int = 4 * 2**30       # cgroup memory.limit_in_bytes of the whole sandbox
     tmp_bytes: int = 64 * 2**20         # size of the private tmpfs /tmp
     stderr_bytes: int = 64 * 1024       # stderr kept (head and tail), the rest is dropped
+    # A death on one sample is that sample's fail and the child is restarted; a submission
+    # whose child keeps dying fails instead of restarting (each restart reloads the model).
+    max_consecutive_crashes: int = 3    # deaths on this many samples in a row
+    max_crashes: int = 20               # more deaths than this in one run
 
 
 @dataclass
@@ -412,6 +424,51 @@ def _public_sample(sample: dict) -> dict:
 
 
 # =========================================================================== the job directory
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def check_model_dir(model_dir, protected: Iterable = (), *, models_root=None) -> None:
+    """Raise ``UnsafeModelDir`` when binding or copying ``model_dir`` into the sandbox would
+    expose a ``protected`` path (the server's var directory, MEDIA_ROOT, the database file's
+    directory).
+
+    Refused: a model directory that is, or contains, a protected path; and one that lies
+    inside a protected path, unless it also lies inside ``models_root``, a dedicated models
+    directory (like the default ``var/models``) that itself contains no protected path.
+    Symlinks in the tree are resolved and checked the same way, since the copy follows them.
+    """
+    protected_real = [os.path.realpath(p) for p in protected if p]
+    root = os.path.realpath(models_root) if models_root else None
+    if root and any(_within(p, root) for p in protected_real):
+        root = None  # a models directory holding server data is no exemption
+
+    def check(path: str, shown: str) -> None:
+        for place in protected_real:
+            if _within(place, path):
+                raise UnsafeModelDir(f"the hosted model directory {model_dir} would expose "
+                                     f"{place} to submitted code ({shown} contains it); "
+                                     "keep models outside the server's data directories")
+            if _within(path, place) and not (root and _within(path, root)):
+                raise UnsafeModelDir(f"the hosted model directory {model_dir} would expose "
+                                     f"{place} to submitted code ({shown} lies inside it); "
+                                     "keep models outside the server's data directories")
+
+    top = os.path.realpath(model_dir)
+    check(top, str(model_dir))
+    seen = {top}
+    for current, dirs, files in os.walk(top, followlinks=True):
+        for name in list(dirs) + files:
+            path = os.path.join(current, name)
+            if os.path.islink(path):
+                check(os.path.realpath(path), f"its symlink {path}")
+        for name in list(dirs):  # a symlink loop is walked once
+            real = os.path.realpath(os.path.join(current, name))
+            if real in seen:
+                dirs.remove(name)
+            seen.add(real)
+
 
 def _world_readable_tree(directory: Path) -> bool:
     """True when uid 65534 can read the whole tree as it is (no symlinks, o+r files, o+rx
@@ -1135,13 +1192,18 @@ class _Runner:
 
 def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dict], *,
                     limits: SandboxLimits | None = None, mode: str | None = "bwrap",
-                    progress: Callable[[int, int], None] | None = None) -> RunResult:
+                    progress: Callable[[int, int], None] | None = None,
+                    protected: Iterable = (), models_root=None) -> RunResult:
     """Run a submitted interpreter on ``samples`` inside the sandbox; see the module docstring.
 
     ``samples``: dicts with ``id``, ``question``, ``context``, ``n_sentences`` and optionally
     the public ``sentences`` list (passed to ``interpret`` as ``sentences=`` when it accepts
     that keyword); any other key is dropped. ``progress(done, total)`` is called after every
-    sample. A per-sample timeout kills the child and starts a fresh one for the next sample.
+    sample; an exception it raises stops the run (the sandbox is cleaned up) and propagates.
+    A per-sample timeout or a death of the child during a sample is that sample's fail
+    (``timeout`` / ``crashed``) and a fresh child is started for the next sample; a child that
+    keeps dying fails the submission (``too_many_crashes``). ``protected``/``models_root``:
+    see ``check_model_dir``, applied before anything is bound (``UnsafeModelDir``).
     """
     limits = limits or SandboxLimits()
     mode = _mode(mode)
@@ -1153,6 +1215,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     code_path, model_dir = Path(code_path), Path(model_dir)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"model directory {model_dir} does not exist")
+    check_model_dir(model_dir, protected, models_root=models_root)
     public = [_public_sample(sample) for sample in samples]
     ids = [sample["id"] for sample in public]
     if len(set(ids)) != len(ids):
@@ -1166,6 +1229,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     runner = _Runner(job, model_dir, model_kind, limits, mode, result)
     child: _Child | None = None
     graceful = False
+    crashes = consecutive_crashes = 0
     try:
         index = 0
         while index < len(public):
@@ -1186,28 +1250,38 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                 result.failures[sample_id] = "timeout"
                 result.failure_details[sample_id] = (f"interpret ran longer than "
                                                      f"{limits.per_sample_seconds} s")
-                result.sample_seconds[sample_id] = time.monotonic() - sent
-                if index + 1 < len(public):
-                    result.restarts += 1
-                index += 1
-                if progress:
-                    progress(result.done, result.total)
-                continue
             except _Died:
+                # Like a timeout: this sample fails (QUACKIE counts it), a fresh child goes on.
                 signal_name, code = child.death()
                 child.kill()
                 child = None
                 oom = runner._release_cgroups()
-                raise _Fail("crashed", _crash_message(signal_name, code,
-                                                      f"while scoring sample {sample_id}",
-                                                      limits, oom),
-                            signal_name=signal_name, exit_code=code) from None
+                message = _crash_message(signal_name, code, f"while scoring sample {sample_id}",
+                                         limits, oom)
+                result.failures[sample_id] = "crashed"
+                result.failure_details[sample_id] = message
+                crashes += 1
+                consecutive_crashes += 1
+                if consecutive_crashes >= limits.max_consecutive_crashes \
+                        or crashes > limits.max_crashes:
+                    how = (f"on {consecutive_crashes} samples in a row"
+                           if consecutive_crashes >= limits.max_consecutive_crashes
+                           else f"on {crashes} samples (the limit is {limits.max_crashes})")
+                    raise _Fail("too_many_crashes", f"the sandboxed process died {how}; the "
+                                f"last time: {message}", signal_name=signal_name,
+                                exit_code=code) from None
             except _Flood as error:
                 raise _Fail("output_flood", f"sample {sample_id}: {error}") from None
             except _Protocol as error:
                 raise _Fail("protocol_error", f"sample {sample_id}: {error}") from None
-            result.sample_seconds[sample_id] = time.monotonic() - sent
-            _record(result, sample, reply)
+            else:
+                consecutive_crashes = 0
+                result.sample_seconds[sample_id] = time.monotonic() - sent
+                _record(result, sample, reply)
+            if child is None:  # killed by a timeout or dead: the next sample gets a new one
+                result.sample_seconds[sample_id] = time.monotonic() - sent
+                if index + 1 < len(public):
+                    result.restarts += 1
             index += 1
             if progress:
                 progress(result.done, result.total)

@@ -5,6 +5,8 @@ The sandbox receives only (question, context, number of sentences) per sample: n
 ground truth, which stays in this process."""
 import hashlib
 import logging
+import time
+from pathlib import Path
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -42,11 +44,14 @@ def submit_code(*, user, task, uploaded_file, method_name, description="", url="
     submission = Submission(user=user, task=task, test_set=test_set, kind=Submission.CODE, method_name=method_name,
                             description=description, url=url, public=public, size=uploaded_file.size,
                             original_filename=(uploaded_file.name or "")[-255:])
-    raw = b"".join(uploaded_file.chunks())
-    submission.sha256 = hashlib.sha256(raw).hexdigest()
+    name = uploaded_file.name or "interpreter.py"
     try:
-        sandbox.check_submission_code(raw, uploaded_file.name or "interpreter.py",
-                                      max_bytes=settings.CODE_MAX_BYTES)
+        if uploaded_file.size > settings.CODE_MAX_BYTES:  # refused before a byte is read into memory
+            raise sandbox.InvalidCode(f"{Path(name).name}: {uploaded_file.size} bytes; "
+                                      f"the limit is {settings.CODE_MAX_BYTES} bytes")
+        raw = b"".join(uploaded_file.chunks())
+        submission.sha256 = hashlib.sha256(raw).hexdigest()
+        sandbox.check_submission_code(raw, name, max_bytes=settings.CODE_MAX_BYTES)
     except sandbox.InvalidCode as exc:
         submission.status = Status.REJECTED
         submission.error_category = ErrorCategory.INVALID_INPUT
@@ -84,6 +89,44 @@ def first_failures(result, max_chars=2000):
     return examples
 
 
+class LeaseLost(Exception):
+    """The reaper gave this run's submission away (its lease expired): stop working on it."""
+
+
+class LeaseKeeper:
+    """The sandbox's progress callback: renews the run's lease and records progress after every
+    1% of the samples, and whenever ``interval`` seconds passed since the last renewal (a slow
+    run must not outlive SCORING_LEASE_SECONDS and be re-queued with its work thrown away).
+    Raises LeaseLost when the run no longer owns the submission, which stops the sandbox."""
+
+    def __init__(self, submission, interval=None, clock=time.monotonic):
+        self.submission = submission
+        self.interval = interval if interval is not None else min(60.0, settings.SCORING_LEASE_SECONDS / 4)
+        self.clock = clock
+        self.last_done = -1
+        self.last_time = clock()
+
+    def __call__(self, done, total):
+        due = (done == total or done - self.last_done >= max(1, total // 100)
+               or self.clock() - self.last_time >= self.interval)
+        if not due:
+            return
+        self.last_done, self.last_time = done, self.clock()
+        if not lifecycle.heartbeat(self.submission, details={"progress": {"done": done, "total": total}}):
+            raise LeaseLost(f"submission {self.submission.pk} attempt {self.submission.attempts} lost its lease")
+
+
+def protected_paths():
+    """What the hosted model directory must never expose to the sandbox: the server's data
+    directory (secret key, broker), uploaded files (other submissions) and the database."""
+    paths = [settings.VAR_DIR, settings.MEDIA_ROOT]
+    database = settings.DATABASES["default"]
+    name = str(database.get("NAME") or "")
+    if database["ENGINE"].endswith("sqlite3") and name and name != ":memory:" and not name.startswith("file:"):
+        paths.append(Path(name).resolve().parent)
+    return paths
+
+
 def run(submission):
     """Run a claimed code submission in the sandbox and store its QUACKIE scores."""
     from scoring import sandbox
@@ -96,17 +139,20 @@ def run(submission):
     samples = public_samples(submission.test_set)
     limits = sandbox.SandboxLimits(per_sample_seconds=settings.SANDBOX_SAMPLE_SECONDS,
                                    total_seconds=settings.SANDBOX_TOTAL_SECONDS)
-    last = {"done": -1}
-
-    def progress(done, total):
-        # Renew the lease and show progress; at most every 1% so the database stays quiet.
-        if done == total or done - last["done"] >= max(1, total // 100):
-            last["done"] = done
-            lifecycle.heartbeat(submission, details={"progress": {"done": done, "total": total}})
-
     try:
         result = sandbox.run_interpreter(submission.file.path, track.hosted_model.path, track.hosted_model.kind,
-                                         samples, limits=limits, mode=sandbox_mode(), progress=progress)
+                                         samples, limits=limits, mode=sandbox_mode(),
+                                         progress=LeaseKeeper(submission), protected=protected_paths(),
+                                         models_root=settings.EXPBENCH_MODELS_DIR)
+    except LeaseLost as exc:
+        # Another attempt owns the submission now; whatever this one computed is discarded.
+        log.warning("%s; sandbox run stopped", exc)
+        return False
+    except sandbox.UnsafeModelDir as exc:
+        log.error("code submission %s refused: %s", submission.pk, exc)
+        return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR,
+                                  "The sandbox refused to run: this track's hosted model directory would expose "
+                                  "server data to submitted code. The maintainers must move the model.")
     except sandbox.SandboxUnavailable as exc:
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, f"The sandbox is unavailable: {exc}")
     if not result.ok:

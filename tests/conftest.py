@@ -19,3 +19,23 @@ def _isolated_files_and_throttles(settings, tmp_path):
     # PBKDF2 with its real work factor costs ~0.2 s per user created or logged in.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()  # API throttle counters live in the cache: each test starts fresh
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "needs_bwrap: needs bubblewrap; skipped where it is missing, failed when "
+                   "EXPBENCH_REQUIRE_SANDBOX=1 (CI) so a missing sandbox never turns green")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The one place that decides what a missing bwrap means for ``needs_bwrap`` tests: before
+    their fixtures run, a skip with the reason on a laptop, a failure in CI."""
+    import shutil
+
+    if item.get_closest_marker("needs_bwrap") is None or shutil.which("bwrap"):
+        return
+    reason = "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap; .ci/run installs it)"
+    if os.environ.get("EXPBENCH_REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"EXPBENCH_REQUIRE_SANDBOX=1 but {reason}", pytrace=False)
+    pytest.skip(reason)

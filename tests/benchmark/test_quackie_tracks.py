@@ -5,7 +5,6 @@ import io
 import json
 import math
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -110,7 +109,7 @@ def test_builtin_baselines_appear_as_baseline_rows(track):
     assert "built-in baseline" in page and 'id="track"' in page
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@pytest.mark.needs_bwrap
 def test_builtin_baselines_run_as_code_through_the_sandbox(track):
     out = io.StringIO()
     call_command("run_quackie_baselines", "--track", track.task.slug, "--methods", "Gradient_sum",

@@ -2,9 +2,12 @@
 scored by the scoring worker, a QUACKIE score file, and interpreter code run by the background
 worker's ``sandbox`` queue inside bubblewrap. Expected figures are recomputed here with the
 pure scorers on the same data, so the worker's numbers are checked, not just its status."""
+import io
 import json
-import shutil
+import os
 import time
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -123,7 +126,7 @@ def interpret(model, question, context, sentences):
 '''
 
 
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+@pytest.mark.needs_bwrap
 def test_interpreter_code_run_by_the_sandbox_worker(embedded_stack, tiny_track):
     slug, inputs = tiny_track
     token = embedded_stack.create_user("rita", "integration-pw-7")
@@ -139,3 +142,57 @@ def test_interpreter_code_run_by_the_sandbox_worker(embedded_stack, tiny_track):
     assert scored["details"]["sandbox"]["sample_failures"] == {}
     assert scored["details"]["quackie"]["fails"] == 0
     assert "submissions.tasks.run_code_submission" in embedded_stack.log_text("background")
+
+
+KILLER = b'''
+import os, signal
+def interpret(model, question, context, sentences):
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "pids.txt")) as handle:
+        worker_pids = [int(pid) for pid in handle.read().split()]
+    for pid in worker_pids + [os.getppid(), 1]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        raise RuntimeError(f"LEAK: SIGKILL reached pid {pid}")
+    return [float(len(s)) for s in sentences]
+'''
+
+
+def worker_processes(stack, name):
+    """The Celery main process and its prefork pool children (the one running the sandbox)."""
+    main = stack.procs[name].pid
+    children = Path(f"/proc/{main}/task/{main}/children").read_text().split()
+    return [main] + [int(pid) for pid in children]
+
+
+@pytest.mark.needs_bwrap
+def test_sandboxed_code_cannot_kill_the_worker_that_runs_it(embedded_stack, tiny_track):
+    slug, inputs = tiny_track
+    token = embedded_stack.create_user("kim", "integration-pw-8")
+    client = Client(embedded_stack.url, token)
+    worker = worker_processes(embedded_stack, "background")
+    assert len(worker) >= 2, worker  # the main process and its pool child
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("interpreter.py", KILLER)
+        archive.writestr("pids.txt", " ".join(map(str, worker)))
+    status, body = client.submit(slug, buffer.getvalue(), method_name="Killer", filename="killer.zip", kind="code")
+    assert status == 201, body
+    scored = embedded_stack.wait_for(body["id"], token, timeout=180)
+    # Every SIGKILL was refused (other pid namespace, unprivileged uid), on every sample.
+    assert scored["status"] == "scored", scored
+    assert scored["details"]["sandbox"]["sample_failures"] == {}, scored["details"]["sandbox"]
+    assert worker_processes(embedded_stack, "background") == worker
+    for pid in worker:
+        os.kill(pid, 0)
+
+    # The very same worker processes go on scoring.
+    status, body = client.submit(slug, INTERPRETER, method_name="After the attack", filename="interpreter.py",
+                                 kind="code")
+    assert status == 201, body
+    scored = embedded_stack.wait_for(body["id"], token, timeout=180)
+    assert scored["status"] == "scored" and scored["details"]["progress"]["done"] == len(inputs), scored
+    assert worker_processes(embedded_stack, "background") == worker
+    assert "WorkerLostError" not in embedded_stack.log_text("background")

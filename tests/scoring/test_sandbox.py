@@ -1,14 +1,14 @@
 """Code submissions: upload validation, reply validation and the sandboxed runner (SPEC §7).
 
 The attacks live in test_sandbox_attacks.py. Runs here use a tiny random model; the bwrap runs
-are skipped (with the reason) only where bubblewrap is not installed.
+are skipped (with the reason) only where bubblewrap is not installed, and fail instead when
+EXPBENCH_REQUIRE_SANDBOX=1 (CI).
 """
 import io
 import json
 import logging
 import math
 import os
-import shutil
 import zipfile
 from pathlib import Path
 
@@ -22,8 +22,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
 GOOD = b"def interpret(model, question, context):\n    return [1.0]\n"
 SENTENCES = ["The cat sat on the mat in Paris.", "It was red.", "Then it rained on the road."]
 CONTEXT = " ".join(SENTENCES)
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="bubblewrap (bwrap) is not installed")
+needs_bwrap = pytest.mark.needs_bwrap  # tests/conftest.py: skipped without bwrap, failed in CI
 
 
 def make_zip(files: dict[str, bytes | str], *, symlink: str | None = None) -> bytes:
@@ -291,3 +290,50 @@ def test_result_summary_for_the_researcher(model_dir):
     assert result.message == "1 of 2 samples scored, 1 failed"
     assert result.failures == {"bad": "not_finite"}
     assert result.done == result.total == 2
+
+
+# --------------------------------------------------------------------------- model directory
+
+def test_a_model_directory_exposing_server_data_is_refused(tmp_path):
+    var = tmp_path / "var"
+    media = var / "media"
+    models = var / "models"
+    for directory in (media, models / "tiny", tmp_path / "elsewhere" / "tiny"):
+        directory.mkdir(parents=True)
+    protected = [var, media]
+
+    def refused(path, models_root=models):
+        with pytest.raises(sandbox.UnsafeModelDir) as error:
+            sandbox.check_model_dir(path, protected, models_root=models_root)
+        return str(error.value)
+
+    # fine: outside every protected place, or in the dedicated models directory under var/
+    sandbox.check_model_dir(tmp_path / "elsewhere" / "tiny", protected, models_root=models)
+    sandbox.check_model_dir(models / "tiny", protected, models_root=models)
+    # the var directory itself, or a directory holding it, would put all of it in the sandbox
+    assert f"would expose {var}" in refused(var)
+    assert "contains it" in refused(tmp_path)
+    assert "lies inside it" in refused(media)
+    (media / "submissions").mkdir()
+    assert "lies inside it" in refused(media / "submissions")
+    # under var/ but not in the models directory (e.g. the broker's files)
+    (var / "broker").mkdir()
+    assert "lies inside it" in refused(var / "broker")
+    # a "models directory" that itself holds server data exempts nothing
+    assert "lies inside it" in refused(models / "tiny", models_root=var)
+    # the copy follows symlinks: a link to the database's directory or a file in it is refused
+    (var / "expbench.sqlite3").write_text("db")
+    linked = tmp_path / "elsewhere" / "tiny"
+    (linked / "weights.bin").symlink_to(var / "expbench.sqlite3")
+    assert "its symlink" in refused(linked)
+    (linked / "weights.bin").unlink()
+    (linked / "cache").symlink_to(tmp_path)
+    assert "contains it" in refused(linked)
+
+
+def test_run_interpreter_refuses_an_unsafe_model_directory_before_running(model_dir, tmp_path):
+    code = tmp_path / "m.py"
+    code.write_bytes(GOOD)
+    with pytest.raises(sandbox.UnsafeModelDir, match="would expose"):
+        run_interpreter(code, model_dir, "classification", samples(1), mode="none",
+                        protected=[model_dir / "media"])

@@ -1,19 +1,20 @@
 """Interpreter code submissions (SPEC §7) through Django: upload validation, refusal without a
-sandbox, a real sandboxed run with progress, per-sample failures counted as QUACKIE fails."""
+sandbox, a real sandboxed run with progress, per-sample failures counted as QUACKIE fails, the
+run's lease kept alive (and given up when lost), unsafe hosted model directories refused."""
 import logging
-import shutil
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from scoring import sandbox
+from submissions import code_runs, lifecycle
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import run_code_submission
 from tests.factories import make_tiny_track, make_user, token_for, upload_file
 
 pytestmark = pytest.mark.django_db
-needs_bwrap = pytest.mark.skipif(not shutil.which("bwrap"),
-                                 reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
+needs_bwrap = pytest.mark.needs_bwrap  # tests/conftest.py: skipped without bwrap, failed in CI
 
 GOOD = b'''
 def interpret(model, question, context):
@@ -141,3 +142,129 @@ def test_the_first_failure_of_each_kind_is_shown_to_debug_with(api, track):
     assert "RuntimeError: boom: " in example["detail"] and 'line 2, in interpret' in example["detail"]
     page = APIClient().get(f"/submissions/{sub.pk}/").content.decode()
     assert "RuntimeError: boom: " in page and "First <code>exception</code>" in page
+
+
+SEGFAULT_ON = '''
+import ctypes
+def interpret(model, question, context, sentences):
+    if question == {question!r}:
+        ctypes.string_at(0)  # SIGSEGV: the whole sandboxed process dies
+    return [float(len(s)) for s in sentences]
+'''
+
+
+@pytest.fixture
+def fresh_probe():
+    sandbox.sandbox_available.cache_clear()
+    yield
+    sandbox.sandbox_available.cache_clear()
+
+
+def claimed(api, track, settings):
+    """A code submission claimed by a worker (RUNNING), uploaded without needing bwrap."""
+    settings.SANDBOX = "none"
+    response = upload(api, track, FIRST_SENTENCE)
+    assert response.status_code == 201, response.content
+    return lifecycle.start_run(response.json()["id"])
+
+
+def test_the_web_form_refuses_code_when_no_sandbox_is_available(track, monkeypatch, fresh_probe):
+    real_tool = sandbox._tool  # the real probe runs, on a machine where bwrap is missing
+    monkeypatch.setattr(sandbox, "_tool", lambda name: None if name == "bwrap" else real_tool(name))
+    client = Client()
+    client.force_login(make_user())
+    response = client.post(f"/tasks/{track.task.slug}/submit/", {
+        "kind": "code", "method_name": "Mine", "public": "on",
+        "file": upload_file(GOOD, name="interpreter.py")})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Code submissions are disabled on this server: no sandbox is available" in page
+    assert "bubblewrap (bwrap) is not installed" in page and "Submit a score file instead." in page
+    assert not Submission.objects.exists()
+
+
+def test_an_oversized_upload_is_refused_before_it_is_read(api, track, settings):
+    settings.SANDBOX = "none"
+    settings.CODE_MAX_BYTES = 40
+    response = upload(api, track, GOOD)
+    assert response.status_code == 400
+    assert response.json()["error"] == f"interpreter.py: {len(GOOD)} bytes; the limit is 40 bytes"
+    sub = Submission.objects.get()
+    assert sub.status == Status.REJECTED and sub.sha256 == ""  # never read, so never hashed
+
+
+def test_progress_of_a_running_code_submission_shows_on_the_page_and_api(api, track, settings):
+    sub = claimed(api, track, settings)
+    assert sub.status == Status.RUNNING
+    assert lifecycle.heartbeat(sub, details={"progress": {"done": 1, "total": 3}})
+    owner = Client()
+    owner.force_login(sub.user)
+    page = owner.get(f"/submissions/{sub.pk}/").content.decode()
+    assert '<p id="progress">1 / 3 samples interpreted in the sandbox.</p>' in page
+    body = api.get(f"/api/submissions/{sub.pk}/").json()
+    assert body["status"] == "running" and body["details"]["progress"] == {"done": 1, "total": 3}
+
+
+def test_the_lease_is_renewed_by_time_as_well_as_by_progress(api, track, settings):
+    sub = claimed(api, track, settings)
+    now = [1000.0]
+    keeper = code_runs.LeaseKeeper(sub, interval=60, clock=lambda: now[0])
+
+    def stored():
+        row = Submission.objects.get(pk=sub.pk)
+        return row.details["progress"], row.lease_expires_at
+
+    before = stored()
+    keeper(1, 1000)  # neither 1% of the samples nor a minute: no database write
+    assert stored() == before
+    now[0] += 61  # a slow run: a minute later, one more sample
+    keeper(2, 1000)
+    progress, lease = stored()
+    assert progress == {"done": 2, "total": 1000} and lease > before[1]
+    keeper(12, 1000)  # 1% more: renewed again without waiting
+    assert stored()[0] == {"done": 12, "total": 1000}
+
+
+@needs_bwrap
+def test_a_run_that_lost_its_lease_stops_and_stores_nothing(api, track, settings, caplog):
+    settings.SANDBOX = "bwrap"
+    response = upload(api, track, FIRST_SENTENCE)
+    sub = lifecycle.start_run(response.json()["id"])
+    # The reaper takes the run away (as when a worker looked dead): the lease expired.
+    Submission.objects.filter(pk=sub.pk).update(lease_expires_at=sub.started_at)
+    assert lifecycle.reap_stuck()["requeued"] == 1
+    with caplog.at_level(logging.WARNING):
+        assert code_runs.run(sub) is False
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("lost its lease; sandbox run stopped" in m for m in messages), messages
+    assert not any("result discarded" in m for m in messages)  # it never ran to the end
+    row = Submission.objects.get(pk=sub.pk)
+    assert row.status == Status.QUEUED and row.scores == {}
+    assert row.details["progress"]["done"] == 0
+
+
+def test_a_hosted_model_directory_exposing_server_data_is_refused(api, track, settings, caplog):
+    sub = claimed(api, track, settings)
+    model = track.hosted_model
+    model.path = str(settings.MEDIA_ROOT.parent)  # holds the uploads of every researcher
+    model.save()
+    with caplog.at_level(logging.ERROR):
+        assert code_runs.run(sub) is True
+    row = Submission.objects.get(pk=sub.pk)
+    assert row.status == Status.FAILED and row.error_category == ErrorCategory.SCORER_ERROR
+    assert "hosted model directory would expose server data" in row.error_message
+    assert str(settings.MEDIA_ROOT) not in row.error_message  # the path is for the log only
+    assert any("would expose" in r.getMessage() and str(settings.MEDIA_ROOT) in r.getMessage()
+               for r in caplog.records)
+
+
+@needs_bwrap
+def test_a_crash_on_one_sample_is_a_quackie_fail_not_a_failed_submission(api, track):
+    questions = [s["question"] for s in code_runs.public_samples(track.task.current_test_set())]
+    target = questions[len(questions) // 2]
+    sub = scored_run(api, track, SEGFAULT_ON.format(question=target).encode())
+    crashed = questions.count(target)
+    assert sub.details["sandbox"]["sample_failures"] == {"crashed": crashed}
+    assert sub.details["quackie"]["fails"] == crashed
+    assert sub.details["progress"] == {"done": len(questions), "total": len(questions)}
+    assert "SIGSEGV" in sub.details["sandbox"]["first_failures"]["crashed"]["detail"]
