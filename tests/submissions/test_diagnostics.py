@@ -250,3 +250,33 @@ def test_run_diagnostics_recomputes_one_submission_with_more_permutations(scored
     with pytest.raises(CommandError, match="running in a worker"):
         call_command("run_diagnostics", "--submission", str(sub.pk))
     assert Submission.objects.get(pk=sub.pk).diagnostics["question_types"]["n_permutations"] == 3000
+
+
+def test_upgrade_forgets_diagnostics_stored_before_pooling_and_the_reaper_recomputes_them(
+        scored_with_a_lone_whose, django_capture_on_commit_callbacks):
+    import importlib
+
+    from django.apps import apps
+
+    from submissions import diagnostics
+
+    sub, min_group = scored_with_a_lone_whose
+    compute_diagnostics(sub.pk)
+    # What an older release stored: the lone "other" question as a group of its own.
+    old = Submission.objects.get(pk=sub.pk).diagnostics
+    test = next(t for t in old["question_types"]["categorical"]["tests"] if t["variable"] == "question_type")
+    test["groups"]["other"] = {"n": 1, "correct": 0, "accuracy": 0.0}
+    Submission.objects.filter(pk=sub.pk).update(diagnostics=old)
+
+    migration = importlib.import_module("submissions.migrations.0006_recompute_hidden_span_diagnostics")
+    migration.forget_unpooled_diagnostics(apps, None)
+    forgotten = Submission.objects.get(pk=sub.pk)
+    assert forgotten.diagnostics == {} and forgotten.diagnostics_status == DiagnosticsStatus.PENDING
+    assert APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").json()["diagnostics"] == {}
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert diagnostics.reap_stuck()["diagnostics_resent"] == 1
+    assert len(sent) == 1
+    assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
+    groups = list(published_groups(Submission.objects.get(pk=sub.pk).diagnostics))
+    assert groups and all(n >= min_group for _, _, n in groups)
