@@ -111,3 +111,28 @@ def test_skill_sections_before_the_build_are_refused_as_not_built():
     response = upload_skills("expmrc-squad", {"original": original, "s2": original})
     assert response.status_code == 400
     assert 'section "s2" has not been built yet for this test set' in response.json()["error"]
+
+
+def test_upgrade_drops_gold_dependent_variants_and_the_reaper_rebuilds_them(django_capture_on_commit_callbacks):
+    import importlib
+
+    from django.apps import apps
+
+    from benchmark import jobs
+    from benchmark.tasks import build_skill_sets
+
+    task = make_task("expmrc-squad")
+    build("expmrc-squad")
+    assert statuses(task)["s4"] == statuses(task)["s5"] == "ok"
+
+    migration = importlib.import_module("benchmark.migrations.0006_rebuild_gold_dependent_skill_variants")
+    migration.drop_gold_dependent_variants(apps, None)
+    assert "s4" not in statuses(task) and "s5" not in statuses(task) and statuses(task)["s2"] == "ok"
+    assert Client().get("/api/tasks/expmrc-squad/skills/s4/inputs/").status_code == 404
+    assert Client().get("/api/tasks/expmrc-squad/skills/").json()["build"]["status"] == "queued"
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert jobs.reap_stuck()["skill_builds_resent"] == 1
+    assert len(sent) == 1
+    build_skill_sets(task.current_test_set().pk)
+    assert set(statuses(task)) == set(SKILLS) and statuses(task)["s4"] == "ok"
