@@ -229,13 +229,14 @@ def test_mode_none_runs_the_same_child_and_warns_loudly(model_dir, caplog):
 
 @needs_bwrap
 def test_baselines_run_through_the_sandbox_and_match_in_process(model_dir, tmp_path):
-    """Item 5: built-in Random and Gradient_sum, wrapped in tiny modules, through bwrap."""
+    """Item 5: built-in baselines wrapped in tiny modules, through bwrap: a gradient method and
+    the two perturbation packages (lime, shap), which need writable caches and more memory."""
     from scoring import interpreters
     from scoring.hosted_model import load_hosted_model
 
     model = load_hosted_model(model_dir, "classification")
     batch = samples(4)
-    for name in ("Random", "Gradient_sum"):
+    for name in ("Random", "Gradient_sum", "LIME_10_sum", "SHAP_10_max"):
         code = sandbox.write_baseline_code(name, tmp_path, seed=3)
         assert check_submission_code(code.read_bytes(), code.name) == "interpreter"
         progress = []
