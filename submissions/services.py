@@ -1,6 +1,7 @@
 """Creating and scoring submissions: the named functions views, the API and tasks call."""
 import hashlib
 import logging
+import math
 from datetime import datetime, time, timedelta, timezone as dt_timezone
 
 from django.conf import settings
@@ -201,8 +202,8 @@ def confidence_intervals(task, item_rows):
         if key not in complete:
             defined = [v * 100 for v in values if v is not None]
             cis[key] = list(stats.bootstrap_ci(defined, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
-    # No defined item: no interval (JSON null; PostgreSQL's jsonb refuses NaN).
-    return {key: bounds if all(b == b for b in bounds) else None for key, bounds in cis.items()}
+    # No defined item (NaN) or an overflow (inf): no interval (JSON null; jsonb refuses both).
+    return {key: bounds if all(math.isfinite(b) for b in bounds) else None for key, bounds in cis.items()}
 
 
 def cancel(submission):

@@ -125,3 +125,15 @@ def test_retry_requeues_a_failed_submission(queued):
     lifecycle.fail_run(Submission.objects.get(pk=queued.pk), ErrorCategory.WORKER_LOST, "x")
     assert services.retry(Submission.objects.get(pk=queued.pk))
     assert score_submission(queued.pk) == Status.SCORED
+
+
+def test_confidence_intervals_store_null_instead_of_nan_or_inf():
+    from types import SimpleNamespace
+
+    from submissions.services import confidence_intervals
+
+    task = SimpleNamespace(metric_columns=[("fine", "Fine"), ("huge", "Huge"), ("undefined", "Undefined")])
+    rows = [(0.5, 1e307, None), (0.7, 1e307, None), (0.6, 1e300, None)]  # x100 overflows to inf
+    cis = confidence_intervals(task, rows)
+    assert cis["huge"] is None and cis["undefined"] is None
+    assert 50.0 <= cis["fine"][0] <= cis["fine"][1] <= 70.0
