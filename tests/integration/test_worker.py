@@ -1,6 +1,7 @@
 """End to end through real processes: an upload is scored by a real Celery worker and shows
 on the leaderboard; a worker killed mid-scoring loses nothing; the same on PostgreSQL+Redis."""
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,6 +29,25 @@ def upload_and_score(stack, token):
     return body["id"]
 
 
+def assert_quota_holds_under_concurrent_uploads(stack, token, used):
+    """With one upload left of the daily 5, eight uploads at once through gunicorn's two
+    workers: exactly one is accepted, the others get 429 (never a 500, never a sixth)."""
+    for i in range(4 - used):
+        status, body = stack.upload(token, "expmrc-squad", b"{}", method_name=f"filler {i}")
+        assert status == 201, body
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(
+            lambda i: stack.upload(token, "expmrc-squad", b"{}", method_name=f"burst {i}"), range(8)))
+    statuses = sorted(status for status, _ in results)
+    assert statuses == [201] + [429] * 7, results
+    assert all("Daily limit reached" in body["error"] for status, body in results if status == 429)
+    status, mine = stack.request("GET", "/api/submissions/", token=token)
+    assert status == 200
+    rows = mine["results"] if isinstance(mine, dict) else mine
+    accepted = [row for row in rows if row["task"] == "expmrc-squad" and row["status"] != "rejected"]
+    assert len(accepted) == 5, rows
+
+
 def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
     token = embedded_stack.create_user("carol", "integration-pw-1")
     submission_id = upload_and_score(embedded_stack, token)
@@ -43,6 +63,7 @@ def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
     # An invalid file is refused at upload and never reaches the worker.
     status, body = embedded_stack.upload(token, "expmrc-squad", b'{"unknown-id": {"answer": "", "evidence": ""}}')
     assert status == 400 and "unknown-id" in body["error"]
+    assert_quota_holds_under_concurrent_uploads(embedded_stack, token, used=1)  # rejected files are free
 
 
 def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
@@ -78,5 +99,6 @@ def test_postgres_and_redis_end_to_end(tmp_path, postgres_url, redis_url):
         assert "redis://" in stack.log_text("worker")
         token = stack.create_user("erin", "integration-pw-3")
         upload_and_score(stack, token)
+        assert_quota_holds_under_concurrent_uploads(stack, token, used=1)
     finally:
         stack.stop()
