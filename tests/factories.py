@@ -125,3 +125,16 @@ def make_tiny_track(tmp_path, *, answerable=True):
     quackie_tracks.compute_inclusion(track)
     track.refresh_from_db()
     return track
+
+
+QUACKIE_SQUAD_V2 = Path(__file__).resolve().parent / "fixtures" / "quackie" / "squad_v2_small.json"
+
+
+def make_track(model_dir, *, slug, name, kind="classification", squad=QUACKIE_SQUAD_V2, set_name="small"):
+    """A QUACKIE track (not yet included) of a small SQuAD set and a hosted model at
+    ``model_dir``; returns (interpretation set, track)."""
+    from benchmark import quackie_tracks
+
+    interpretation_set, _ = quackie_tracks.import_quackie(squad, name=set_name, version="1")
+    model = quackie_tracks.register_model(slug=slug, name=name, kind=kind, path=model_dir)
+    return interpretation_set, quackie_tracks.create_track(interpretation_set, model)

@@ -3,7 +3,6 @@ worker: the reaper sends them again after the background lease and gives up afte
 limit with a readable note, instead of a page saying "running" forever."""
 import os
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -14,11 +13,10 @@ from benchmark.models import SkillVariant, Track
 from benchmark.models import TestSet as StoredTestSet
 from benchmark.tasks import build_skill_sets, compute_track_inclusion, discover_cues
 from scoring.tiny_models import build_tiny_classifier
-from tests.factories import make_task
+from tests.factories import make_task, make_track
 
 pytestmark = pytest.mark.django_db
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-SQUAD_V2 = Path(__file__).resolve().parents[1] / "fixtures" / "quackie" / "squad_v2_small.json"
 
 
 def after_lease(settings, now=None):
@@ -87,10 +85,7 @@ def test_two_jobs_writing_one_test_set_keep_each_others_parts():
 
 @pytest.fixture
 def pending_track(tmp_path):
-    iset, _ = quackie_tracks.import_quackie(SQUAD_V2, name="small", version="1")
-    model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification",
-                                          path=build_tiny_classifier(tmp_path / "clf", answerable=True))
-    track = quackie_tracks.create_track(iset, model)
+    _, track = make_track(build_tiny_classifier(tmp_path / "clf", answerable=True), slug="tiny", name="Tiny")
     assert track.status == Track.PENDING
     return track
 

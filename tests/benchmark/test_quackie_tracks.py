@@ -18,7 +18,7 @@ from benchmark.test_sets import ImportRefused
 from scoring.tiny_models import build_tiny_classifier
 from submissions.models import Submission
 from submissions.tasks import score_submission
-from tests.factories import make_user, token_for, upload_file
+from tests.factories import make_track, make_user, token_for, upload_file
 
 pytestmark = pytest.mark.django_db
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -56,10 +56,7 @@ def test_inputs_are_the_included_samples_without_ground_truth(track):
 
 
 def test_a_model_that_says_unanswerable_includes_nothing(tmp_path):
-    iset, _ = quackie_tracks.import_quackie(SQUAD_V2, name="small", version="1")
-    model = quackie_tracks.register_model(slug="never", name="Never", kind="classification",
-                                          path=build_tiny_classifier(tmp_path / "never", answerable=False))
-    track = quackie_tracks.create_track(iset, model)
+    iset, track = make_track(build_tiny_classifier(tmp_path / "never", answerable=False), slug="never", name="Never")
     assert quackie_tracks.compute_inclusion(track) == 0
     track.refresh_from_db()
     assert track.exclusions["predicted_unanswerable"] == iset.n_samples
@@ -217,10 +214,8 @@ def test_qa_inclusion_predicts_each_sample_alone(tmp_path):
     from scoring.tiny_models import build_tiny_qa_model
 
     squad = write_squad(tmp_path / "padding.json", PADDING_SAMPLES)
-    iset, _ = quackie_tracks.import_quackie(squad, name="padding", version="1")
     model_dir = build_tiny_qa_model(tmp_path / "qa", seed=6)  # random: P(answer) near 0.5 for long inputs
-    hosted = quackie_tracks.register_model(slug="tiny-qa", name="Tiny QA", kind="qa", path=model_dir)
-    track = quackie_tracks.create_track(iset, hosted)
+    iset, track = make_track(model_dir, slug="tiny-qa", name="Tiny QA", kind="qa", squad=squad, set_name="padding")
     quackie_tracks.compute_inclusion(track, batch_size=16)
     track.refresh_from_db()
 
@@ -242,10 +237,8 @@ def test_qa_inclusion_predicts_each_sample_alone(tmp_path):
 
 def test_samples_over_512_tokens_are_excluded_without_asking_the_model(tmp_path):
     squad = write_squad(tmp_path / "long.json", [PADDING_SAMPLES[0], PADDING_SAMPLES[-1]])
-    iset, _ = quackie_tracks.import_quackie(squad, name="long", version="1")
-    model = quackie_tracks.register_model(slug="yes", name="Yes", kind="classification",
-                                          path=build_tiny_classifier(tmp_path / "yes", answerable=True))
-    track = quackie_tracks.create_track(iset, model)
+    iset, track = make_track(build_tiny_classifier(tmp_path / "yes", answerable=True), slug="yes", name="Yes",
+                             squad=squad, set_name="long")
     assert quackie_tracks.compute_inclusion(track) == 1
     track.refresh_from_db()
     too_long = track.inclusion["too-long"]
@@ -260,12 +253,10 @@ def test_samples_over_512_tokens_are_excluded_without_asking_the_model(tmp_path)
 
 @pytest.fixture
 def qa_track(tmp_path):
-    iset, _ = quackie_tracks.import_quackie(SQUAD_V2, name="small", version="1")
     from scoring.tiny_models import build_tiny_qa_model
 
-    model = quackie_tracks.register_model(slug="tiny-qa", name="Tiny QA", kind="qa",
-                                          path=build_tiny_qa_model(tmp_path / "qa", answerable=True))
-    track = quackie_tracks.create_track(iset, model)
+    iset, track = make_track(build_tiny_qa_model(tmp_path / "qa", answerable=True), slug="tiny-qa", name="Tiny QA",
+                             kind="qa")
     assert track.task.slug == "quackie-small-tiny-qa"
     assert quackie_tracks.compute_inclusion(track) == iset.n_samples
     track.refresh_from_db()
