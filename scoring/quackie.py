@@ -274,9 +274,9 @@ def _snr(gt: np.ndarray, values: np.ndarray) -> float | None:
     if rest.size == 0 or rest.min() == rest.max():  # exactly "std == 0", without round-off
         return None
     scaled, _ = _scaled_down(values)  # SNR is scale-free
+    scaled_rest = scaled[~gt]
     with np.errstate(all="ignore"):
-        signal = scaled[gt].mean() - scaled[~gt].mean()
-        snr = (signal / scaled[~gt].std()) ** 2
+        snr = ((scaled[gt].mean() - scaled_rest.mean()) / scaled_rest.std()) ** 2
     return float(snr) if np.isfinite(snr) else None
 
 

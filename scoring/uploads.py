@@ -90,16 +90,18 @@ def loads_json(text: str | bytes, **hooks):
     bad syntax (with line and column), nesting deep enough to exhaust the stack, and integers
     longer than Python's conversion limit (4300 digits by default), which ``int()`` refuses
     with a plain ValueError. A UnicodeDecodeError (undetectable encoding of bytes) is left to
-    the caller, who knows how to word it. Hooks must not raise ValueError."""
+    the caller, who knows how to word it, as is any other ValueError a hook raises."""
     try:
         return json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
         raise InvalidJson(exc.msg, exc.lineno, exc.colno) from None
     except RecursionError:
         raise InvalidJson("nested too deeply") from None
-    except UnicodeDecodeError:
-        raise
-    except ValueError:
+    except ValueError as exc:
+        # int() refuses long digit strings with a plain ValueError; anything else (a hook's own
+        # error, a UnicodeDecodeError of undetectable bytes) is the caller's to word.
+        if "integer string conversion" not in str(exc):
+            raise
         raise InvalidJson(f"a number has more than {sys.get_int_max_str_digits()} digits") from None
 
 

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
 
-        from scoring.hosted_model import default_batch_size, load_hosted_model
+        from scoring.hosted_model import load_hosted_model
         from scoring.interpreters import BASELINE_METHODS, interpret_many
         from submissions.services import submit_predictions
         from submissions.tasks import score_submission
@@ -76,10 +76,9 @@ class Command(BaseCommand):
         samples = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs["data"]
         if opts["limit"]:
             samples = samples[: opts["limit"]]
-        kind = task.track.hosted_model.kind
-        # QA: the official batch size 2 (its unmasked padding makes the numbers depend on the
-        # batch; the sandbox loads QA models the same way); classifier: the faster default.
-        model = load_hosted_model(task.track.hosted_model.path, kind, batch_size=default_batch_size(kind))
+        # The default batch size: 2 for a QA model, as officially (its unmasked padding makes the
+        # numbers depend on the batch; the sandbox loads it the same way), 8 for a classifier.
+        model = load_hosted_model(task.track.hosted_model.path, task.track.hosted_model.kind)
         # All methods per sample in one pass: the sum and max rows of a family share their
         # model calls (interpret_many), which halves the cost of LIME, SHAP and the gradients.
         scores = {method: {} for method in methods}
