@@ -118,6 +118,16 @@ def detail(result, sample_id) -> str:
     return result.failure_details[sample_id]
 
 
+def assert_only_this_sample_crashed(result, sample_id, how):
+    """The child died on ``sample_id`` alone: that sample is a counted ``crashed`` fail saying
+    ``how``, a fresh child scored the samples before and after it, and the run itself is ok."""
+    assert result.status == "ok", result.message
+    assert result.failures == {sample_id: "crashed"}
+    assert f"{how} while scoring sample {sample_id}" in detail(result, sample_id)
+    assert result.restarts == 1 and len(result.startups) == 2
+    assert_scored(result, "before", "after")
+
+
 # --------------------------------------------------------------------------- network
 
 def test_no_connection_to_host_services(model_dir):
@@ -259,12 +269,7 @@ def test_infinite_loop_is_a_per_sample_timeout_and_the_run_goes_on(model_dir):
 def test_cpu_time_limit_kills_a_cpu_burner_and_only_its_sample_fails(model_dir):
     limits = SandboxLimits(cpu_seconds=15, per_sample_seconds=120, total_seconds=300)
     result = run("cpu_burn.py", model_dir, {"burn": ""}, limits=limits)
-    assert result.status == "ok", result.message
-    assert result.failures == {"burn": "crashed"}
-    assert "killed by SIGXCPU (the CPU-time limit of 15 s) while scoring sample burn" in \
-        detail(result, "burn")
-    assert result.restarts == 1 and len(result.startups) == 2
-    assert_scored(result, "before", "after")
+    assert_only_this_sample_crashed(result, "burn", "killed by SIGXCPU (the CPU-time limit of 15 s)")
     assert result.message == "2 of 3 samples scored, 1 failed"
 
 
@@ -386,12 +391,7 @@ def test_import_error_fails_the_submission_readably(model_dir):
 
 def test_a_crash_on_one_sample_is_that_samples_fail_and_the_run_goes_on(model_dir):
     result = run("segfault.py", model_dir, {"segv": ""})
-    assert result.status == "ok", result.message
-    assert result.failures == {"segv": "crashed"}
-    assert "killed by SIGSEGV (a segmentation fault) while scoring sample segv" in \
-        detail(result, "segv")
-    assert result.restarts == 1 and len(result.startups) == 2
-    assert_scored(result, "before", "after")
+    assert_only_this_sample_crashed(result, "segv", "killed by SIGSEGV (a segmentation fault)")
     assert result.signal is None  # the submission itself did not fail
 
 
