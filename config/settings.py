@@ -163,6 +163,8 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost/
 CELERY_BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport, writing each message file atomically (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR),
         "data_folder_out": str(CELERY_BROKER_DIR),
