@@ -24,7 +24,7 @@ def icq_kind(task):
 
 
 def instances_of(test_set):
-    from scoring import icq
+    from scoring.analysis import icq
 
     if test_set.task.kind == "classification":
         return icq.load_instances(test_set.gold["rows"], "classification")
@@ -59,7 +59,7 @@ def send(test_set):
 
 def discover(test_set, top_k=20):
     """Compute and store the cue table of ``test_set``; returns the stored ``icq`` part."""
-    from scoring import icq
+    from scoring.analysis import icq
 
     task = test_set.task
     stored = (TestSet.objects.filter(pk=test_set.pk).values_list("diagnostics", flat=True).first() or {}).get("icq") or {}

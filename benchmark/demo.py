@@ -202,7 +202,7 @@ def load_quackie_demo(shared_data, log):
 def load_checklist_demo(skills_dir, log):
     """The CheckList SQuAD suite as the public task checklist-squad, with the BERT-base
     predictions shipped with the suite as its reported reference row."""
-    from scoring import checklist
+    from scoring.metrics import checklist
 
     suite_path = skills_dir / "checklist_squad_suite.json.gz"
     if not suite_path.exists():

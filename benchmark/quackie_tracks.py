@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from scoring.uploads import InvalidJson, loads_json
+from scoring.strict_json import InvalidJson, loads_json
 
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet, Track
 from .test_sets import ImportRefused
@@ -39,7 +39,7 @@ def ensure_quackie_benchmark():
 
 def import_quackie(path, *, name, version):
     """Build a hidden interpretation set from SQuAD v1.1/v2.0 JSON. Idempotent per checksum."""
-    from scoring import quackie
+    from scoring.metrics import quackie
 
     path = Path(path)
     try:
@@ -161,7 +161,7 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
     masked (reference quackie.md §5), so P(answer) of a short sample padded in a batch with a
     long one differs and a decision near 0.5 can flip. A classifier masks its padding, so it
     predicts ``batch_size`` samples at a time (same numbers, faster)."""
-    from scoring.hosted_model import load_hosted_model
+    from scoring.models.hosted_model import load_hosted_model
 
     samples = InterpretationSet.objects.only("samples").get(pk=track.interpretation_set_id).samples
     Track.objects.filter(pk=track.pk).update(status=Track.RUNNING, done=0, total=len(samples), error="",

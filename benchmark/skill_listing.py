@@ -5,7 +5,7 @@ from .models import SkillVariant
 
 
 def skill_listing(task, request=None):
-    from scoring.skills import SKILLS
+    from scoring.analysis.skills import SKILLS
 
     test_set = task.current_test_set()
     if test_set is None or task.kind != "span":

@@ -16,8 +16,9 @@ def set_progress(test_set, **progress):
 
 def build(test_set, log=None):
     """Build and store every skill variant of ``test_set``; returns {skill: status}."""
-    from scoring import expmrc, skills
+    from scoring.analysis import skills
 
+    from scoring.metrics import expmrc
     if test_set.task.kind != Task.SPAN:
         raise ValueError(f"{test_set.task.slug}: skill sets are built for span-extraction tasks only")
     gold = TestSet.objects.only("gold").get(pk=test_set.pk).gold
@@ -47,7 +48,7 @@ def build(test_set, log=None):
                     "n_dropped": result.get("n_dropped", 0),
                     "gold": variant_gold,
                     # Every original question is public and may be predicted; only the variant
-                    # gold's questions are scored (see scoring.skills.build_variant).
+                    # gold's questions are scored (see scoring.analysis.skills.build_variant).
                     "key_spec": public_key_spec(public) if variant_gold else {},
                     "public_inputs": skills.public_inputs(public) if variant_gold else {},
                 },
@@ -58,7 +59,7 @@ def build(test_set, log=None):
 
 
 def public_key_spec(public):
-    from scoring import expmrc
+    from scoring.metrics import expmrc
 
     keys = tuple(qa["id"] for article in public["data"] for p in article["paragraphs"] for qa in p["qas"])
     return expmrc.KeySpec(kind=expmrc.SPAN, keys=keys, option_letters="").to_dict()

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from scoring import expmrc
-from scoring.uploads import InvalidJson, loads_json
+from scoring.metrics import expmrc
+from scoring.strict_json import InvalidJson, loads_json
 
 from .models import Benchmark, Task, TestSet
 
@@ -104,7 +104,7 @@ def read_expmrc_json(path):
 def import_multichoice_reference(path, *, task_slug, version):
     """Import training data in the ExpMRC multi-choice schema (e.g. the C3 pseudo training
     data) as the task's reference split R for ICQ cue discovery. Never served to anyone."""
-    from scoring import icq
+    from scoring.analysis import icq
 
     task = Task.objects.filter(slug=task_slug, kind=Task.MULTICHOICE).first()
     if task is None:
@@ -122,7 +122,7 @@ def import_multichoice_reference(path, *, task_slug, version):
 def import_classification(path, *, task_slug, split, version, task_name=None, language=None):
     """Import NLI-style rows {"id", "premise", "hypothesis", "label"} (JSON Lines or a JSON
     array) as a classification task's hidden test split or its reference split."""
-    from scoring import classification
+    from scoring.metrics import classification
 
     path = Path(path)
     try:
@@ -190,7 +190,7 @@ def schedule_dataset_diagnostics(task):
 def import_checklist(path, *, task_slug, version, task_name="CheckList SQuAD"):
     """Import a CheckList suite (JSON, gzip or not) as the public item set of a checklist
     task: its items are downloadable with stable ids; expectations stay with the scorer."""
-    from scoring import checklist
+    from scoring.metrics import checklist
 
     path = Path(path)
     try:

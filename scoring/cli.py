@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from scoring.uploads import InvalidJson, loads_json
+from scoring.strict_json import InvalidJson, loads_json
 
 EXIT_INVALID_INPUT = 2
 
@@ -41,7 +41,7 @@ def _per_question_json(score) -> str:
 
 
 def _run_expmrc(args: argparse.Namespace) -> int:
-    from scoring import expmrc  # imported here: NLTK loads only when this scorer runs
+    from scoring.metrics import expmrc  # imported here: NLTK loads only when this scorer runs
 
     gold = _read_json_file(args.gold, "gold file")
     try:
@@ -92,7 +92,7 @@ def _read_jsonl(path: str, what: str) -> list[tuple[int, object]]:
 
 
 def _icq_instances(path: str, what: str, *, unique_ids: bool):
-    from scoring import icq
+    from scoring.analysis import icq
 
     rows = _read_jsonl(path, what)
     try:
@@ -111,7 +111,7 @@ def _icq_instances(path: str, what: str, *, unique_ids: bool):
 
 
 def _icq_predictions(path: str, test, kind: str) -> dict:
-    from scoring import icq
+    from scoring.analysis import icq
 
     options = {instance.id: len(instance.hypotheses) for instance in test}
     predictions, seen = {}, {}
@@ -145,7 +145,7 @@ def _icq_predictions(path: str, test, kind: str) -> dict:
 def _run_icq(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise CliError("--top-k must be at least 1")
-    from scoring import icq  # imported here: jieba / lemminflect load only when this runs
+    from scoring.analysis import icq  # imported here: jieba / lemminflect load only when this runs
 
     reference_kind, reference = _icq_instances(args.reference, "reference file", unique_ids=False)
     kind, test = _icq_instances(args.test, "test file", unique_ids=True)
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_quackie(args: argparse.Namespace) -> int:
-    from scoring import quackie
+    from scoring.metrics import quackie
 
     try:
         result = quackie.run(args.gold, args.scores, max_bytes=args.max_bytes)

@@ -229,10 +229,10 @@ def main(argv: list[str]) -> int:
 
     seccomp_problem = install_seccomp() if config.get("seccomp", True) else "disabled"
 
-    # -- the model (trusted code: the copied scoring.hosted_model)
+    # -- the model (trusted code: the copied scoring.models.hosted_model)
     started = time.perf_counter()
     try:
-        from scoring.hosted_model import load_hosted_model
+        from scoring.models.hosted_model import load_hosted_model
 
         model = load_hosted_model(config["model_dir"], config["model_kind"])
     except BaseException as error:  # noqa: BLE001

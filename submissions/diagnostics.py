@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from scoring import expmrc
+from scoring.metrics import expmrc
 
 from . import lifecycle
 from .models import DiagnosticsStatus, Status, Submission
@@ -104,7 +104,7 @@ def span_items(gold):
 
 
 def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=None):
-    from scoring import linguistic, permutation
+    from scoring.analysis import linguistic, permutation
 
     items = span_items(gold)
     answer_f1 = [row[0] for row in item_scores]
@@ -144,7 +144,7 @@ def predicted_labels(submission, gold):
 
 def icq_diagnostics(submission):
     """ICQ accuracy and distribution tests against the cues found for this test-set version."""
-    from scoring import icq
+    from scoring.analysis import icq
 
     cues_info = (submission.test_set.diagnostics or {}).get("icq")
     if not cues_info or cues_info.get("status") not in ("done", "no_reference"):
@@ -167,7 +167,7 @@ def icq_diagnostics(submission):
 
 
 def test_instances(task, gold):
-    from scoring import icq
+    from scoring.analysis import icq
 
     if task.kind == "classification":
         return icq.load_instances(gold["rows"], "classification")

@@ -10,8 +10,8 @@ import math
 import sys
 from dataclasses import dataclass, field
 
-from scoring import classification, expmrc
-from scoring.uploads import InvalidPredictions, load_json_object, show
+from scoring.metrics import classification, expmrc
+from scoring.strict_json import InvalidPredictions, load_json_object, show
 
 __all__ = ["InvalidPredictions", "ScoredRun", "scorer_for"]
 
@@ -91,7 +91,7 @@ class SkillsScorer:
     def refusal(self, refused, test_set, variants):
         """Why sections cannot be scored: a skill not defined for the task's language, not
         configured (s6) or without a variant is named as such, anything else is unknown."""
-        from scoring import skills
+        from scoring.analysis import skills
 
         task = test_set.task
         languages = dict(type(task).LANGUAGE_CHOICES)
@@ -115,7 +115,7 @@ class SkillsScorer:
         return f"section {'; section '.join(reasons)}; sections this task accepts: {allowed}"
 
     def score(self, task, test_set, predictions):
-        from scoring import skills
+        from scoring.analysis import skills
 
         original = expmrc.score_predictions(test_set.gold, predictions["original"])
         variants = self.variants(test_set)
@@ -144,13 +144,13 @@ class ChecklistScorer:
     version = "checklist-1"
 
     def parse(self, raw, test_set, *, max_bytes):
-        from scoring.uploads import parse_id_to_string
+        from scoring.strict_json import parse_id_to_string
 
         return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
                                   expected='{"<item id>": "<answer>"}')
 
     def score(self, task, test_set, predictions):
-        from scoring import checklist
+        from scoring.metrics import checklist
 
         suite = test_set.gold
         passed = [outcome == "pass" for test in checklist.case_outcomes(suite, predictions) for outcome in test]
@@ -180,12 +180,12 @@ class InterpretationScorer:
     COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
 
     def parse(self, raw, test_set, *, max_bytes):
-        from scoring import quackie
+        from scoring.metrics import quackie
 
         return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
 
     def score(self, task, test_set, predictions):
-        from scoring import quackie
+        from scoring.metrics import quackie
 
         result = quackie.score(test_set.gold, predictions)
         # Largest item value whose x100 sum over every item stays a finite double.
@@ -218,7 +218,7 @@ def _finite_or_none(value, limit=sys.float_info.max):
 
 def _plain(pairs):
     """A JsonObject (list of pairs, duplicates kept) back to plain JSON values."""
-    from scoring.uploads import JsonObject
+    from scoring.strict_json import JsonObject
 
     if isinstance(pairs, JsonObject):
         return {key: _plain(value) for key, value in pairs}

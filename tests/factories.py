@@ -116,7 +116,7 @@ QUACKIE_SQUAD_V2 = Path(settings.BASE_DIR) / "tests" / "fixtures" / "quackie" / 
 def make_tiny_track(tmp_path, *, answerable=True):
     """A ready QUACKIE track: the small SQuAD v2 fixture × a tiny random classifier built here."""
     from benchmark import quackie_tracks
-    from scoring.tiny_models import build_tiny_classifier
+    from tests.tiny_models import build_tiny_classifier
 
     iset, _ = quackie_tracks.import_quackie(QUACKIE_SQUAD_V2, name="small", version="1")
     model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification",

@@ -16,7 +16,7 @@ from django.urls import NoReverseMatch, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from scoring import expmrc
+from scoring.metrics import expmrc
 from submissions.models import ErrorCategory, Status, Submission
 from benchmark import skill_sets
 from benchmark.models import SkillVariant

@@ -10,7 +10,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from benchmark.models import SkillVariant
-from scoring.skills import SKILLS
+from scoring.analysis.skills import SKILLS
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
 from tests.scoring.test_skills import garbage_marian_folder
 

@@ -12,7 +12,7 @@ from benchmark import cues, jobs, quackie_tracks, skill_sets
 from benchmark.models import SkillVariant, Track
 from benchmark.models import TestSet as StoredTestSet
 from benchmark.tasks import build_skill_sets, compute_track_inclusion, discover_cues
-from scoring.tiny_models import build_tiny_classifier
+from tests.tiny_models import build_tiny_classifier
 from tests.factories import make_task, make_track
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from benchmark import quackie_tracks
 from benchmark.models import Task, Track
 from benchmark.models import TestSet as StoredTestSet
 from benchmark.test_sets import ImportRefused
-from scoring.tiny_models import build_tiny_classifier
+from tests.tiny_models import build_tiny_classifier
 from submissions.models import Submission
 from submissions.tasks import score_submission
 from tests.factories import make_track, make_user, token_for, upload_file
@@ -159,7 +159,7 @@ def walk_numbers(value):
 
 
 def test_extreme_finite_scores_store_only_finite_numbers(track):
-    from scoring import quackie
+    from scoring.metrics import quackie
 
     inputs = {row["sample_id"]: row for row in APIClient().get(f"/api/tasks/{track.task.slug}/inputs/").json()["data"]}
     assert len(inputs["q-mat"]["sentences"]) == len(inputs["q-birds"]["sentences"]) == 3
@@ -210,8 +210,8 @@ PADDING_SAMPLES = [
 def test_qa_inclusion_predicts_each_sample_alone(tmp_path):
     """QA padding is not masked, so batching changes P(answer); the official filter predicts one
     sample at a time, and so must the inclusion flags."""
-    from scoring.hosted_model import load_hosted_model
-    from scoring.tiny_models import build_tiny_qa_model
+    from scoring.models.hosted_model import load_hosted_model
+    from tests.tiny_models import build_tiny_qa_model
 
     squad = write_squad(tmp_path / "padding.json", PADDING_SAMPLES)
     model_dir = build_tiny_qa_model(tmp_path / "qa", seed=6)  # random: P(answer) near 0.5 for long inputs
@@ -253,7 +253,7 @@ def test_samples_over_512_tokens_are_excluded_without_asking_the_model(tmp_path)
 
 @pytest.fixture
 def qa_track(tmp_path):
-    from scoring.tiny_models import build_tiny_qa_model
+    from tests.tiny_models import build_tiny_qa_model
 
     iset, track = make_track(build_tiny_qa_model(tmp_path / "qa", answerable=True), slug="tiny-qa", name="Tiny QA",
                              kind="qa")
@@ -267,8 +267,8 @@ def test_qa_track_baselines_run_the_model_at_the_official_batch_size(qa_track):
     """QA padding is not masked, so the batch size shows in the numbers: the stored score files
     must be what the interpreters give with the official batch size 2 (every perturbed text,
     duplicates included), not with the classifier's default of 8."""
-    from scoring.hosted_model import load_hosted_model
-    from scoring.interpreters import interpret
+    from scoring.models.hosted_model import load_hosted_model
+    from scoring.models.interpreters import interpret
 
     methods = ("Random", "LIME_10_sum", "SHAP_10_max")
     call_command("run_quackie_baselines", "--track", qa_track.task.slug, "--methods", *methods,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring import expmrc, skills
+from scoring.analysis import skills
+from scoring.metrics import expmrc
 from submissions.client import Client
 
 from .conftest import FIXTURE_EXPMRC, SHARED_EXPMRC, assert_official, sample_and_expected
@@ -78,7 +79,7 @@ def test_skill_submission_scored_by_a_real_worker(embedded_stack):
 @pytest.fixture(scope="module")
 def tiny_track(embedded_stack, tmp_path_factory):
     """The small SQuAD v2 fixture × a tiny classifier, registered with the standard commands."""
-    from scoring.tiny_models import build_tiny_classifier
+    from tests.tiny_models import build_tiny_classifier
 
     model_dir = build_tiny_classifier(tmp_path_factory.mktemp("models") / "tiny", answerable=True)
     for args in (["import_quackie", str(QUACKIE_FIXTURE), "--name", "small", "--version", "1"],
@@ -97,7 +98,7 @@ def tiny_track(embedded_stack, tmp_path_factory):
 
 
 def test_quackie_score_file_scored_by_a_real_worker(embedded_stack, tiny_track):
-    from scoring import quackie
+    from scoring.metrics import quackie
 
     slug, inputs = tiny_track
     token = embedded_stack.create_user("quinn", "integration-pw-6")

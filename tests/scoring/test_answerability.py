@@ -9,14 +9,14 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from scoring.answerability import (  # noqa: E402
+from scoring.models.answerability import (  # noqa: E402
     TRAINING_INFO,
     make_training_pairs,
     split_held_out,
     train_classifier,
 )
-from scoring.hosted_model import load_hosted_model  # noqa: E402
-from scoring.tiny_models import build_tiny_classifier  # noqa: E402
+from scoring.models.hosted_model import load_hosted_model  # noqa: E402
+from tests.tiny_models import build_tiny_classifier  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.checklist import (
+from scoring.metrics.checklist import (
     BERT_FAILURE_RATES,
     InvalidSuite,
     bert_reference_rates,
@@ -200,7 +200,7 @@ def test_stored_predictions_must_match_the_suite(released):
 
 
 def test_scoring_modules_import_without_django():
-    code = ("import sys; import scoring.checklist, scoring.skills; "
+    code = ("import sys; import scoring.metrics.checklist, scoring.analysis.skills; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,8 +5,8 @@ from pathlib import Path
 import nltk
 import pytest
 
-from scoring import expmrc
-from scoring.expmrc import (
+from scoring.metrics import expmrc
+from scoring.metrics.expmrc import (
     MULTICHOICE,
     SPAN,
     f1_against_references,

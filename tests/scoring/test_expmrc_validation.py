@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.expmrc import (
+from scoring.metrics.expmrc import (
     DEFAULT_MAX_BYTES,
     MULTICHOICE,
     SPAN,

@@ -4,8 +4,8 @@ import importlib.resources
 
 import pytest
 
-from scoring import features
-from scoring.features import chinese, english
+from scoring.analysis import features
+from scoring.analysis.features import chinese, english
 
 EN_ALL = features.resolve_types("en")
 

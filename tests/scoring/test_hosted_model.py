@@ -8,13 +8,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from scoring.hosted_model import (  # noqa: E402
+from scoring.models.hosted_model import (  # noqa: E402
     HostedModel,
     ModelLoadError,
     load_hosted_model,
     qa_answer_probability,
 )
-from scoring.tiny_models import build_tiny_classifier, build_tiny_qa_model  # noqa: E402
+from tests.tiny_models import build_tiny_classifier, build_tiny_qa_model  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring import icq
-from scoring.icq import Instance
+from scoring.analysis import icq
+from scoring.analysis.icq import Instance
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from scoring.linguistic import (
+from scoring.analysis.linguistic import (
     character_length, count_syllables, flesch_kincaid_grade, linguistic_bias, word_frequencies, words)
 
 SHORT = "The sky is blue today."  # 5 words

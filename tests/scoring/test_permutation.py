@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from scoring.permutation import categorical_test, one_vs_rest_tests, question_type_report, tertile_bins
-from scoring.question_types import SMALL_GROUPS
+from scoring.analysis.permutation import categorical_test, one_vs_rest_tests, question_type_report, tertile_bins
+from scoring.analysis.question_types import SMALL_GROUPS
 
 # a: 1 of 2 correct (0.5), b: 2 of 2 (1.0), c: 1 of 4 (0.25); overall 4 of 8 = 0.5.
 HAND_GROUPS = ["a", "a", "b", "b", "c", "c", "c", "c"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.quackie import (
+from scoring.metrics.quackie import (
     InvalidPredictions,
     InvalidQuackieGold,
     binarise_top1,

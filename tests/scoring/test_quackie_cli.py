@@ -1,4 +1,4 @@
-"""The QUACKIE command line (``scoring.quackie.cli_main``): one JSON line of fractions on stdout and
+"""The QUACKIE command line (``scoring.metrics.quackie.cli_main``): one JSON line of fractions on stdout and
 exit 0, or one ``error: ...`` line on stderr and exit 2, never a traceback."""
 import json
 import subprocess
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from scoring.quackie import cli_main
+from scoring.metrics.quackie import cli_main
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = "tests/fixtures/quackie"
 GOLD, SCORES = f"{FIXTURES}/gold.json", f"{FIXTURES}/scores.json"
-RUNNER = "import sys; from scoring.quackie import cli_main; sys.exit(cli_main(sys.argv[1:]))"
+RUNNER = "import sys; from scoring.metrics.quackie import cli_main; sys.exit(cli_main(sys.argv[1:]))"
 KEYS = ["IoU", "HPD", "SNR", "IoU_std", "HPD_std", "SNR_std", "fails", "no_snr", "n", "HPD_rank", "SNR_raw"]
 
 
@@ -64,7 +64,7 @@ def test_subprocess_invalid_input_is_one_stderr_line_and_exit_2(tmp_path):
 
 
 def test_module_entry_point():
-    result = subprocess.run([sys.executable, "-m", "scoring.quackie", GOLD], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "scoring.metrics.quackie", GOLD], cwd=REPO,
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == "error: expected 2 files, got 1; usage: python -m scoring quackie GOLD.json SCORES.json " \
@@ -113,7 +113,7 @@ def test_wrong_lengths_and_empty_arrays_are_fails_not_errors(tmp_path, capsys):
 
 
 def test_gold_as_built_from_squad_samples_is_accepted(tmp_path, capsys):
-    from scoring.quackie import squad_samples
+    from scoring.metrics.quackie import squad_samples
 
     samples, _ = squad_samples(json.loads((REPO / FIXTURES / "squad_v2_small.json").read_text(encoding="utf-8")))
     gold = tmp_path / "gold.json"

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from scoring.quackie import cli_main, sample_metrics, score, summary, summary_line
+from scoring.metrics.quackie import cli_main, sample_metrics, score, summary, summary_line
 
 GT_FIRST = [[1, 0, 0]]
 

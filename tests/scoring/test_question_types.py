@@ -1,7 +1,7 @@
 """Question types (first interrogative word) and bin labels."""
 import pytest
 
-from scoring.question_types import (
+from scoring.analysis.question_types import (
     SMALL_GROUPS, bin_sort_key, length_bin, pool_small_groups, question_type, value_bin)
 
 

@@ -203,7 +203,7 @@ def test_bwrap_probe_reports_the_unprivileged_user(fresh_probe):
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    from scoring.tiny_models import build_tiny_classifier
+    from tests.tiny_models import build_tiny_classifier
 
     return build_tiny_classifier(tmp_path_factory.mktemp("sandbox-model") / "cls", seed=5)
 
@@ -231,8 +231,8 @@ def test_mode_none_runs_the_same_child_and_warns_loudly(model_dir, caplog):
 def test_baselines_run_through_the_sandbox_and_match_in_process(model_dir, tmp_path):
     """Item 5: built-in baselines wrapped in tiny modules, through bwrap: a gradient method and
     the two perturbation packages (lime, shap), which need writable caches and more memory."""
-    from scoring import interpreters
-    from scoring.hosted_model import load_hosted_model
+    from scoring.models import interpreters
+    from scoring.models.hosted_model import load_hosted_model
 
     model = load_hosted_model(model_dir, "classification")
     batch = samples(4)

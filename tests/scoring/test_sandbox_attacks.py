@@ -38,7 +38,7 @@ CANARY = f"canary-{uuid.uuid4().hex}"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    from scoring.tiny_models import build_tiny_classifier
+    from tests.tiny_models import build_tiny_classifier
 
     return build_tiny_classifier(tmp_path_factory.mktemp("attack-model") / "cls", seed=7)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring import expmrc
-from scoring.skills import (
+from scoring.metrics import expmrc
+from scoring.analysis.skills import (
     SKILLS,
     UNK,
     build_all,

@@ -122,7 +122,7 @@ def test_sandbox_none_runs_with_a_loud_warning(api, track, settings, caplog):
 
 @needs_bwrap
 def test_the_interpreter_receives_the_frozen_public_sentences(api, track):
-    from scoring import quackie
+    from scoring.metrics import quackie
 
     code = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
     sub = scored_run(api, track, code)

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from benchmark import skill_sets
 from benchmark.models import SkillVariant
 from benchmark.test_sets import import_expmrc
-from scoring import expmrc
+from scoring.metrics import expmrc
 from scoring.stats import paired_test
 from submissions.models import Status, Submission
 from submissions.tasks import score_submission

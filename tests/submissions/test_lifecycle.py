@@ -86,7 +86,7 @@ def test_reaper_resends_a_queued_submission_whose_message_was_lost(queued, setti
 
 
 def test_scorer_crash_is_a_platform_failure_without_gold_in_the_message(queued, monkeypatch):
-    from scoring import expmrc
+    from scoring.metrics import expmrc
 
     def explode(gold, predictions):
         raise KeyError(gold["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"])

@@ -52,8 +52,8 @@ class Command(BaseCommand):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
 
-        from scoring.hosted_model import load_hosted_model
-        from scoring.interpreters import BASELINE_METHODS, interpret_many
+        from scoring.models.hosted_model import load_hosted_model
+        from scoring.models.interpreters import BASELINE_METHODS, interpret_many
         from submissions.services import submit_predictions
         from submissions.tasks import score_submission
 
@@ -125,7 +125,7 @@ class Command(BaseCommand):
     @staticmethod
     def families(methods):
         """Methods grouped by explanation family (their sum/max rows share one explanation)."""
-        from scoring.interpreters import family_of
+        from scoring.models.interpreters import family_of
 
         groups = {}
         for method in methods:

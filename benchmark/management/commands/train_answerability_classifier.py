@@ -37,7 +37,7 @@ class Command(BaseCommand):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
 
-        from scoring.answerability import make_training_pairs, train_classifier
+        from scoring.models.answerability import make_training_pairs, train_classifier
 
         torch.set_num_threads(2)
         base = opts["base"] or default_base()

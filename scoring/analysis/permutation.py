@@ -20,7 +20,7 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from scoring.question_types import OTHER, SMALL_GROUPS, bin_sort_key, pool_small_groups, question_type
+from scoring.analysis.question_types import OTHER, SMALL_GROUPS, bin_sort_key, pool_small_groups, question_type
 
 # Permuted count vectors are drawn in blocks of about this many numbers (8 MB of int64), so
 # 1,000,000 permutations of many groups do not need one huge array.

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import expmrc  # noqa: F401  (puts the vendored Punkt model on nltk.data.path)
+import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model on nltk.data.path)
 
 AGGREGATIONS = ("sum", "max")
 IG_STEPS = 50

@@ -1,6 +1,6 @@
-"""Question-type permutation test: scoring.permutation vs scipy.stats.permutation_test.
+"""Question-type permutation test: scoring.analysis.permutation vs scipy.stats.permutation_test.
 
-Run: .venv/bin/python benchmarks/permutation.py [--resamples 100000]
+Run: .venv/bin/python perf/permutation.py [--resamples 100000]
 
 Data: the 501 questions of the ExpMRC SQuAD dev set (../shared/data/expmrc) when present, else
 501 synthetic questions over the same 9 question types; either way the correctness vector is
@@ -37,8 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 SQUAD_DEV = REPO.parent / "shared" / "data" / "expmrc" / "expmrc-squad-dev.json"
 sys.path.insert(0, str(REPO))
 
-from scoring.permutation import categorical_test  # noqa: E402  (after the path set-up above)
-from scoring.question_types import question_type  # noqa: E402
+from scoring.analysis.permutation import categorical_test  # noqa: E402  (after the path set-up above)
+from scoring.analysis.question_types import question_type  # noqa: E402
 
 SEED = 2024
 # Mildly different accuracies per type: a realistic model, not a planted strong effect.

@@ -2,7 +2,7 @@
 
 Pure functions over plain dicts (no Django). Input: an ExpMRC span gold dict (SQuAD v1.1 layout
 plus ``evidences``; English SQuAD or Chinese CMRC 2018). For each skill :func:`build_variant`
-returns a new gold dict in the same layout, so ``scoring.expmrc.score_predictions`` scores it
+returns a new gold dict in the same layout, so ``scoring.metrics.expmrc.score_predictions`` scores it
 unchanged, in which the passage (or, for s13, the question) is perturbed and every kept gold
 answer is still a span of the new passage (``context[answer_start:]`` starts with its text).
 :func:`skill_gaps` turns per-item answer F1 on the original and on each variant into the
@@ -149,10 +149,12 @@ import numpy as np
 from nltk.tokenize import NLTKWordTokenizer
 from nltk.tokenize.punkt import PunktTokenizer
 
-from . import expmrc  # also puts the vendored Punkt model first on nltk.data.path
-from .stats import bootstrap_ci
+import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
+from scoring import RESOURCES_DIR
+from scoring.metrics import expmrc
+from scoring.stats import bootstrap_ci
 
-RESOURCES = Path(__file__).resolve().parent / "resources" / "skills"
+RESOURCES = RESOURCES_DIR / "skills"
 UNK = "[UNK]"
 NUMBER_RANGE = (1000, 10000)
 # s4 segment length in tokens (Chinese: characters), fixed per language, never the answer's.
@@ -1073,7 +1075,7 @@ def build_all(gold: dict, *, language: str = EN, seed: int = 0, translation_mode
 
 def public_inputs(variant_gold: dict) -> dict:
     """Titles, contexts, question ids and questions only: the ExpMRC whitelist, plus the skill."""
-    from .expmrc import public_inputs as expmrc_public_inputs
+    from scoring.metrics.expmrc import public_inputs as expmrc_public_inputs
 
     out = expmrc_public_inputs(variant_gold)
     if "skill" in variant_gold:

@@ -1,6 +1,6 @@
 """LIME-100 seconds per sample: our harness vs the lime package called the plain way.
 
-Run: .venv/bin/python benchmarks/quackie_lime.py [--samples 6] [--batch-size 8]
+Run: .venv/bin/python perf/quackie_lime.py [--samples 6] [--batch-size 8]
      [--threads 2] [--model DIR --kind classification|qa]
 
 Model: the trained demo classifier var/models/answerability-minilm when it exists, else a tiny
@@ -10,7 +10,7 @@ vendored Punkt model.
 
 Both sides explain P(answerable) of the same hosted model on the same samples with 100
 perturbations and map the word weights to sentences the same way (sum):
-  - ours: scoring.interpreters.interpret("LIME_100_sum", ...): LimeTextExplainer with a seeded
+  - ours: scoring.models.interpreters.interpret("LIME_100_sum", ...): LimeTextExplainer with a seeded
     random_state, every perturbed context of a sample de-duplicated and sent through the model's
     batched predict_proba (batches of --batch-size, similar lengths grouped together);
   - plain: LimeTextExplainer() with all defaults and a classifier function that calls
@@ -46,10 +46,10 @@ SQUAD_DEV = REPO.parent / "shared" / "data" / "expmrc" / "expmrc-squad-dev.json"
 DEMO_MODEL = REPO / "var" / "models" / "answerability-minilm"
 sys.path.insert(0, str(REPO))
 
-from scoring import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
-from scoring import interpreters  # noqa: E402
-from scoring.hosted_model import load_hosted_model  # noqa: E402
-from scoring.tiny_models import build_tiny_classifier  # noqa: E402
+from scoring.metrics import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
+from scoring.models import interpreters  # noqa: E402
+from scoring.models.hosted_model import load_hosted_model  # noqa: E402
+from tests.tiny_models import build_tiny_classifier  # noqa: E402
 
 N_PERTURBATIONS = 100
 

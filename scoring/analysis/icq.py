@@ -4,7 +4,7 @@ by SPEC §8. Pure Python, no Django.
 Vocabulary
     R  the reference split (training data, or a public dev split) with gold labels;
     S  the test split the leaderboard scores on;
-    f  a feature key ``"<type>\\t<value>"`` from :mod:`scoring.features`.
+    f  a feature key ``"<type>\\t<value>"`` from :mod:`scoring.analysis.features`.
 
 Instances
     classification  one premise, one hypothesis, a label string; R_f / S_f = the instances whose
@@ -31,7 +31,7 @@ Model probing (per submission)
 
 Feature extraction runs once per instance: pass a :class:`FeatureIndex` (from
 :func:`build_index`) instead of a list of instances to reuse it, and per-text results are
-memoised in :mod:`scoring.features` as well.
+memoised in :mod:`scoring.analysis.features` as well.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scoring import features as _features
+from scoring.analysis import features as _features
 
 CLASSIFICATION, MULTICHOICE = "classification", "multichoice"
 KINDS = (CLASSIFICATION, MULTICHOICE)

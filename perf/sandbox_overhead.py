@@ -1,6 +1,6 @@
 """What the code-submission sandbox costs: start-up per submission and overhead per sample.
 
-Run: .venv/bin/python benchmarks/sandbox_overhead.py [--samples 20] [--method Gradient_sum]
+Run: .venv/bin/python perf/sandbox_overhead.py [--samples 20] [--method Gradient_sum]
      [--runs 3] [--mode bwrap|none] [--model DIR --kind classification|qa]
 
 Model: the trained demo classifier var/models/answerability-minilm when it exists, else a tiny
@@ -11,7 +11,7 @@ vendored Punkt model; a built-in sentence set when that file is missing.
 The same interpreter (a built-in baseline, default Gradient_sum, wrapped in the tiny module that
 ``scoring.sandbox.baseline_code`` generates) runs on the same samples
   - in process: load_hosted_model in this process (torch and transformers already imported, as
-    in a warm worker), then scoring.interpreters.interpret per sample;
+    in a warm worker), then scoring.models.interpreters.interpret per sample;
   - sandboxed: scoring.sandbox.run_interpreter (a fresh bwrap child that imports torch and
     transformers, loads the model once, then answers one JSON line per sample), --runs times.
 Start-up overhead per submission = sandboxed time to first reply (from the run_interpreter call
@@ -47,10 +47,11 @@ DEMO_MODEL = REPO / "var" / "models" / "answerability-minilm"
 MAX_CONTEXT_TOKENS = 160
 sys.path.insert(0, str(REPO))
 
-from scoring import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
-from scoring import interpreters, sandbox  # noqa: E402
-from scoring.hosted_model import load_hosted_model  # noqa: E402
-from scoring.tiny_models import build_tiny_classifier  # noqa: E402
+import scoring.tokenization  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
+from scoring import sandbox  # noqa: E402
+from scoring.models import interpreters  # noqa: E402
+from scoring.models.hosted_model import load_hosted_model  # noqa: E402
+from tests.tiny_models import build_tiny_classifier  # noqa: E402
 
 FALLBACK = [
     ("Where did the cat sit?", "The cat sat on the mat in Paris. It was red. Then it rained."),

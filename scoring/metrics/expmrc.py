@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
-import nltk
 from nltk.tokenize import word_tokenize
 
-from .uploads import (  # noqa: F401  (InvalidPredictions is part of this module's API)
+import scoring.tokenization  # noqa: F401  (the vendored Punkt model, never a download)
+
+from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
     JSON_TYPE_NAMES,
     SURROGATE,
     InvalidPredictions,
@@ -29,10 +30,6 @@ from .uploads import (  # noqa: F401  (InvalidPredictions is part of this module
     show,
 )
 
-# The vendored Punkt model goes first so nothing is looked up elsewhere or downloaded.
-_NLTK_DATA = str(Path(__file__).resolve().parent / "resources" / "nltk_data")
-if _NLTK_DATA not in nltk.data.path:
-    nltk.data.path.insert(0, _NLTK_DATA)
 
 SPAN, MULTICHOICE = "span", "multichoice"
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024

@@ -13,7 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-_RESOURCE = Path(__file__).resolve().parent / "resources" / "question_types.json"
+from scoring import RESOURCES_DIR
+
+_RESOURCE = RESOURCES_DIR / "question_types.json"
 _LISTS = json.loads(_RESOURCE.read_text(encoding="utf-8"))
 
 OTHER = "other"

@@ -5,7 +5,7 @@ A feature key is ``"<type>\\t<value>"`` (``"word\\tnot"``, ``"tense\\tpast"``,
 option) only, except ``overlap``, which asks whether a content word of the hypothesis also
 occurs in the premise. The rules are documented in ``docs/icq_features.md``.
 
-:func:`extract` is the one entry point ``scoring.icq`` uses. Work is memoised per text (and
+:func:`extract` is the one entry point ``scoring.analysis.icq`` uses. Work is memoised per text (and
 the premise per line, so an article shared by many questions is analysed once).
 """
 from __future__ import annotations
@@ -16,7 +16,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icq"
+from scoring import RESOURCES_DIR
+
+RESOURCES = RESOURCES_DIR / "icq"
 
 LANGUAGES = ("en", "zh")
 FEATURE_TYPES = {
@@ -24,7 +26,7 @@ FEATURE_TYPES = {
     "zh": ("word", "negation", "overlap"),
 }
 OVERLAP_KEY = "overlap\toverlap"
-_MODULES = {"en": "scoring.features.english", "zh": "scoring.features.chinese"}
+_MODULES = {"en": "scoring.analysis.features.english", "zh": "scoring.analysis.features.chinese"}
 
 
 def read_word_list(name: str) -> list[str]:

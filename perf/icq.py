@@ -1,6 +1,6 @@
 """ICQ cue discovery speed.
 
-Run: .venv/bin/python benchmarks/icq.py [--instances 100000] [--seed 0]
+Run: .venv/bin/python perf/icq.py [--instances 100000] [--seed 0]
 
 1. Word-cue discovery (``feature_types=["word"]``) on synthetic classification data: a seeded
    generator writes short premise/hypothesis sentences with three labels and plants one cue
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "expmrc"
 sys.path.insert(0, str(REPO))
 
-from scoring import icq  # noqa: E402  (after the path set-up above)
+from scoring.analysis import icq  # noqa: E402  (after the path set-up above)
 
 LABELS = ("entailment", "neutral", "contradiction")
 CUE = "suddenly"
@@ -88,7 +88,7 @@ def bench_c3() -> None:
     submission = json.loads((DATA / "sample_submission" / "c3.json").read_text(encoding="utf-8"))
     predictions = {key: value["answer"] for key, value in submission.items()}
     test, reference = icq.expmrc_multichoice_instances(dev), icq.expmrc_multichoice_instances(train)
-    from scoring.features import chinese
+    from scoring.analysis.features import chinese
 
     start = time.perf_counter()
     chinese._tokenizer()

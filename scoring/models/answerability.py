@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see scoring.hosted_model
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see scoring.models.hosted_model
 
 import json  # noqa: E402
 import math  # noqa: E402
@@ -135,7 +135,7 @@ def train_classifier(base_path, pairs: Sequence[Pair], out_dir, *, max_length: i
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from .hosted_model import quiet_transformers
+    from scoring.models.hosted_model import quiet_transformers
 
     started = time.perf_counter()
     torch.manual_seed(seed)

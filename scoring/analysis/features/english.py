@@ -13,7 +13,7 @@ Every extractor reads one text (an NLI hypothesis or an answer option) and retur
 * ``ner``       a capitalised-span / number heuristic with spaCy-style labels (approximate).
 * ``typo``      a lower-case word missing from symspellpy's bundled English frequency
                 dictionary for which SymSpell proposes a correction within edit distance 2.
-* ``overlap``   is computed by ``scoring.features`` from :func:`content_words` of both texts.
+* ``overlap``   is computed by ``scoring.analysis.features`` from :func:`content_words` of both texts.
 
 All per-text and per-token work is memoised, so repeated texts (and repeated tokens) cost a
 dictionary look-up.
@@ -25,7 +25,7 @@ import importlib.resources
 import re
 import threading
 
-from . import read_table, read_word_list
+from scoring.analysis.features import read_table, read_word_list
 
 FEATURE_TYPES = ("word", "sentiment", "tense", "negation", "overlap", "ner", "typo")
 

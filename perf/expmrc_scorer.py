@@ -1,10 +1,10 @@
 """ExpMRC scorer throughput: our scorer warm and cold vs a plain uncached implementation.
 
-Run: .venv/bin/python benchmarks/expmrc_scorer.py
+Run: .venv/bin/python perf/expmrc_scorer.py
 
 Scores the official SQuAD and RACE+ sample submissions and prints questions/second for
-  (a) scoring.expmrc with its token cache filled by a previous run (a long-lived worker),
-  (b) scoring.expmrc with the cache cleared before every run,
+  (a) scoring.metrics.expmrc with its token cache filled by a previous run (a long-lived worker),
+  (b) scoring.metrics.expmrc with the cache cleared before every run,
   (c) a straightforward, uncached implementation of the official algorithm (below),
 checks that all three give the same figures, and ends with the ratios against (c).
 """
@@ -22,7 +22,7 @@ DATA = REPO.parent / "shared" / "data" / "expmrc"
 SUBSETS = ("squad", "race")
 sys.path.insert(0, str(REPO))
 
-from scoring import expmrc  # noqa: E402  (after the path set-up above)
+from scoring.metrics import expmrc  # noqa: E402  (after the path set-up above)
 
 # ----------------------------------------------------------------------- reference (c)
 # The official algorithm as plainly as it can be written (reference/expmrc.md §5):
@@ -131,8 +131,8 @@ def main() -> int:
     warm = questions_per_second(expmrc.score_predictions, inputs, repeats=20)
     cold = questions_per_second(expmrc.score_predictions, inputs, repeats=3, before_each=expmrc.clear_token_cache)
     reference = questions_per_second(reference_score, inputs, repeats=3)
-    print(f"(a) scoring.expmrc warm cache : {warm:10,.0f} questions/s")
-    print(f"(b) scoring.expmrc cold cache : {cold:10,.0f} questions/s")
+    print(f"(a) scoring.metrics.expmrc warm cache : {warm:10,.0f} questions/s")
+    print(f"(b) scoring.metrics.expmrc cold cache : {cold:10,.0f} questions/s")
     print(f"(c) plain uncached reference  : {reference:10,.0f} questions/s")
     print(f"ratio warm / reference: {warm / reference:.1f}x")
     print(f"ratio cold / reference: {cold / reference:.2f}x")

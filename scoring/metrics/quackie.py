@@ -4,7 +4,7 @@ Pure functions over plain Python / numpy values (no Django). Behaviour follows
 ``shared/reference/quackie.md`` exactly:
 
 - sentences come from NLTK Punkt English ``sent_tokenize`` (the vendored ``punkt_tab`` model,
-  put on ``nltk.data.path`` by importing :mod:`scoring.expmrc`, done lazily; nothing is
+  put on ``nltk.data.path`` by importing :mod:`scoring.metrics.expmrc`, done lazily; nothing is
   downloaded);
 - the ground-truth sentence of an answer comes from the official ``findanswer`` character
   arithmetic, which assumes one separator character between sentences: extra whitespace
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .uploads import (
+from scoring.strict_json import (
     InvalidJson,
     InvalidPredictions,
     JsonObject,
@@ -68,10 +68,10 @@ def split_sentences(context: str) -> list[str]:
     """``nltk.sent_tokenize(context)`` with the English Punkt model, as the official code.
 
     NLTK is imported on first use (scoring alone never needs it); importing
-    :mod:`scoring.expmrc` puts the vendored model first on ``nltk.data.path``."""
+    :mod:`scoring.metrics.expmrc` puts the vendored model first on ``nltk.data.path``."""
     import nltk
 
-    from . import expmrc  # noqa: F401
+    import scoring.tokenization  # noqa: F401
 
     return nltk.sent_tokenize(context, language="english")
 
@@ -389,7 +389,7 @@ def bootstrap_intervals(result: Mapping, *, n_resamples: int = 1000, confidence:
     """Percentile bootstrap CIs (fractions) of the means of ``IoU``, ``HPD``, ``SNR``,
     ``HPD_rank`` and ``SNR_raw`` over the samples where each is defined. Metrics defined on the
     same samples share their resamples (IoU and HPD always do). None where no sample counts."""
-    from .stats import bootstrap_cis
+    from scoring.stats import bootstrap_cis
 
     columns = {"IoU": "iou", "HPD": "hpd", "SNR": "snr", "HPD_rank": "hpd_rank", "SNR_raw": "snr_raw"}
     rows = result["per_sample"]

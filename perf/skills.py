@@ -1,13 +1,13 @@
 """Time to build every reconstructed skill test set (s1–s14, s9p) for the ExpMRC dev sets.
 
-Run: .venv/bin/python benchmarks/skills.py [--repeat N]
+Run: .venv/bin/python perf/skills.py [--repeat N]
 
 For SQuAD (English, 501 questions) and CMRC 2018 (Chinese, 515 questions) prints
   (a) build_all (what `build_skill_sets` runs: passages analysed once for all skills),
   (b) the same skills built one by one with build_variant (each analyses the passages again),
   (c) the time per skill of (b),
 and, as the in-process reference, (r) one cold scoring pass of the official sample submission
-with scoring.expmrc (token cache cleared), ending with the ratios (a)/(r) and (b)/(r).
+with scoring.metrics.expmrc (token cache cleared), ending with the ratios (a)/(r) and (b)/(r).
 Best of --repeat runs (default 3).
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ DATA = REPO.parent / "shared" / "data" / "expmrc"
 SUBSETS = (("squad", "en"), ("cmrc2018", "zh"))
 sys.path.insert(0, str(REPO))
 
-from scoring import expmrc, skills  # noqa: E402  (after the path set-up above)
+from scoring.analysis import skills  # noqa: E402  (after the path set-up above)
+from scoring.metrics import expmrc
 
 
 def best_of(repeat, function):

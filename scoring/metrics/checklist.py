@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from .uploads import loads_json
+from scoring.strict_json import loads_json
 
 MFT, INV = "MFT", "INV"
 EXPECT_EQ, EXPECT_SQUAD = "eq", "expect_squad"

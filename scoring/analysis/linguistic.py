@@ -39,8 +39,8 @@ from typing import Iterable, Sequence
 import numpy as np
 from nltk.tokenize import sent_tokenize
 
-import scoring.expmrc  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
-from scoring.question_types import (
+import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
+from scoring.analysis.question_types import (
     OTHER, SMALL_GROUPS, bin_sort_key, length_bin, pool_small_groups, question_type, value_bin)
 
 DEFAULT_BIN_WIDTHS = {

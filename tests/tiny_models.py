@@ -4,7 +4,7 @@
 answerable) and ``build_tiny_qa_model(dir)`` a ``BertForQuestionAnswering``, each with a
 WordPiece ``BertTokenizer`` (uncased) whose vocabulary is a small English word list plus every
 letter and digit as a word start and as a ``##`` continuation, so any ASCII text tokenizes
-without ``[UNK]``. Both load with ``scoring.hosted_model.load_hosted_model(dir, kind)`` or
+without ``[UNK]``. Both load with ``scoring.models.hosted_model.load_hosted_model(dir, kind)`` or
 ``from_pretrained(dir, local_files_only=True)``. Weights are random but deterministic for a
 given ``seed``.
 
@@ -94,7 +94,7 @@ def _config(**overrides):
 
 
 def _save(model, tokenizer, directory) -> Path:
-    from .hosted_model import quiet_transformers
+    from scoring.models.hosted_model import quiet_transformers
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ one Celery worker), over N sequential uploads of the official SQuAD sample submi
 Reference measured in the same run: scoring the same file in-process with the pure scorer
 (what the worker itself has to do), so the ratio is the platform's overhead factor.
 
-    .venv/bin/python benchmarks/upload_latency.py [N]
+    .venv/bin/python perf/upload_latency.py [N]
 """
 import json
 import os
@@ -18,7 +18,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scoring import expmrc  # noqa: E402
+from scoring.metrics import expmrc  # noqa: E402
 from tests.integration.stack import Stack  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data" / "expmrc"
