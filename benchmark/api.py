@@ -1,17 +1,12 @@
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from submissions.serializers import SubmissionCreateSerializer, SubmissionSerializer
-from submissions.api import create_submission_response
-
-from .leaderboard import benchmark_average_rows, leaderboard_rows
 from .models import Benchmark, SkillVariant, Task
+from .serializers import BenchmarkSerializer, TaskSerializer
 from .skill_listing import skill_listing
-from .serializers import BenchmarkSerializer, LeaderboardSerializer, TaskSerializer
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -19,13 +14,6 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = BenchmarkSerializer
     lookup_field = "slug"
     permission_classes = [AllowAny]
-
-    @extend_schema(summary="Average board: systems scored on every task, ranked by mean primary metric",
-                   responses={200: OpenApiResponse(description='{"tasks": [...], "rows": [...]}')})
-    @action(detail=True, methods=["get"])
-    def leaderboard(self, request, slug=None, format=None):
-        tasks, rows = benchmark_average_rows(self.get_object())
-        return Response({"tasks": [t.slug for t in tasks], "rows": rows})
 
 
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
@@ -46,23 +34,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"error": f"Task {task.slug} has no test set yet."}, status=status.HTTP_404_NOT_FOUND)
         return Response(test_set.public_inputs)
 
-    @extend_schema(summary="Ranked leaderboard", responses=LeaderboardSerializer)
-    @action(detail=True, methods=["get"])
-    def leaderboard(self, request, slug=None, format=None):
-        task = self.get_object()
-        test_set = task.current_test_set()
-        return Response(
-            LeaderboardSerializer(
-                {
-                    "task": task.slug,
-                    "primary_metric": task.primary_metric,
-                    "test_set_version": test_set.version if test_set else None,
-                    "rows": leaderboard_rows(task),
-                }
-            ).data
-        )
-
-    @extend_schema(summary="Reconstructed test sets (skills s1–s14, seed 000) of the task's hidden set",
+    @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "
+                           "of the task's hidden set",
                    responses={200: OpenApiResponse(description='{"build": {...}, "skills": [...]}')})
     @action(detail=True, methods=["get"])
     def skills(self, request, slug=None, format=None):
@@ -76,16 +49,6 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         variant = SkillVariant.objects.filter(test_set=task.current_test_set(), skill=skill, status="ok").only(
             "public_inputs").first()
         if variant is None:
-            return Response({"error": f"No built skill set {skill!r} for {task.slug}."}, status=status.HTTP_404_NOT_FOUND)
+            return Response({"error": f"No built skill set {skill!r} for {task.slug}."},
+                            status=status.HTTP_404_NOT_FOUND)
         return Response(variant.public_inputs)
-
-    @extend_schema(
-        summary="Upload a prediction file",
-        request={"multipart/form-data": SubmissionCreateSerializer},
-        responses={201: SubmissionSerializer, 400: OpenApiResponse(description="invalid file or fields"),
-                   429: OpenApiResponse(description="daily quota reached")},
-    )
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
-    def submissions(self, request, slug=None, format=None):
-        task = get_object_or_404(Task, slug=slug)
-        return create_submission_response(request, task)

@@ -1,20 +1,24 @@
 """Demo benchmarks: the four ExpMRC subsets with their dev sets as hidden test sets, and the
 human and baseline numbers published in the ExpMRC paper (Cui et al., 2022, Table 3)."""
+import gzip
 import hashlib
+import json
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from .models import ReportedResult, Task, TestSet
-from . import skill_sets
-from .test_sets import (
+from scoring.metrics import checklist
+
+from . import quackie_tracks, skill_sets
+from .importers import (
     ensure_expmrc_benchmark,
     import_checklist,
     import_expmrc,
     import_multichoice_reference,
     schedule_dataset_diagnostics,
 )
+from .models import ReportedResult, Task, TestSet
 
 PAPER = "ExpMRC paper (Cui et al., Heliyon 2022), Table 3"
 PAPER_URL = "https://github.com/ymcui/expmrc"
@@ -146,7 +150,8 @@ def load_demo(data_dir=None, log=print):
             log(f"{slug}: {path} missing, no test set imported")
             continue
         test_set, created = import_expmrc(path, task_slug=slug, split=TestSet.TEST, version=demo_version(task, path))
-        log(f"{slug}: test set {test_set.version} ({test_set.n_items} questions) {'imported' if created else 'already present'}")
+        log(f"{slug}: test set {test_set.version} ({test_set.n_items} questions) "
+            f"{'imported' if created else 'already present'}")
         for position, fields in enumerate(reported_rows(slug, kind, "dev")):
             ReportedResult.objects.update_or_create(
                 task=task, kind=fields["kind"], method=fields["method"],
@@ -175,8 +180,6 @@ def load_demo(data_dir=None, log=print):
 def load_quackie_demo(shared_data, log):
     """QUACKIE: the official published boards, an interpretation set built from the ExpMRC
     SQuAD dev data, and a demo track with the locally trained answerability classifier."""
-    from . import quackie_tracks
-
     results = shared_data / "quackie" / "results.json"
     if results.exists():
         boards = quackie_tracks.load_published_results(results)
@@ -202,8 +205,6 @@ def load_quackie_demo(shared_data, log):
 def load_checklist_demo(skills_dir, log):
     """The CheckList SQuAD suite as the public task checklist-squad, with the BERT-base
     predictions shipped with the suite as its reported reference row."""
-    from scoring.metrics import checklist
-
     suite_path = skills_dir / "checklist_squad_suite.json.gz"
     if not suite_path.exists():
         log(f"checklist-squad: {suite_path} missing, task not created")
@@ -213,14 +214,12 @@ def load_checklist_demo(skills_dir, log):
     bert_path = skills_dir / "checklist_squad_suite_bert_preds.json.gz"
     has_row = ReportedResult.objects.filter(task=test_set.task, method="BERT-base (SQuAD)").exists()
     if bert_path.exists() and not has_row:
-        import gzip
-        import json
-
         suite = TestSet.objects.only("gold").get(pk=test_set.pk).gold
         predictions = checklist.predictions_from_stored(json.loads(gzip.decompress(bert_path.read_bytes())), suite)
         outcomes = [o for test in checklist.case_outcomes(suite, predictions) for o in test]
         ReportedResult.objects.update_or_create(
             task=test_set.task, kind=ReportedResult.BASELINE, method="BERT-base (SQuAD)",
-            defaults={"team": "CheckList authors", "scores": {"pass_rate": 100.0 * outcomes.count("pass") / len(outcomes)},
+            defaults={"team": "CheckList authors",
+                      "scores": {"pass_rate": 100.0 * outcomes.count("pass") / len(outcomes)},
                       "source": "CheckList paper (Ribeiro et al., ACL 2020): predictions released with the suite",
                       "url": "https://github.com/marcotcr/checklist"})

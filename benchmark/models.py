@@ -4,6 +4,8 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from core.jobs import JobStatus
+
 
 class Benchmark(models.Model):
     slug = models.SlugField(unique=True)
@@ -89,7 +91,8 @@ class Task(models.Model):
         if self.kind == self.INTERPRETATION:
             # Official IoU/HPD/SNR on the binarised top-1 vector, then the extended columns
             # computed on the raw scores (what the paper's text describes).
-            return [("iou", "IoU"), ("hpd", "HPD"), ("snr", "SNR"), ("hpd_rank", "HPD (rank)"), ("snr_raw", "SNR (raw)")]
+            return [("iou", "IoU"), ("hpd", "HPD"), ("snr", "SNR"), ("hpd_rank", "HPD (rank)"),
+                    ("snr_raw", "SNR (raw)")]
         answer_label = "Answer Acc" if self.kind == self.MULTICHOICE else "Answer F1"
         return [
             (self.answer_metric, answer_label),
@@ -194,7 +197,7 @@ class ReportedResult(models.Model):
 
 
 class SkillVariant(models.Model):
-    """One reconstructed test set (seed 000 skills s1–s14) of a hidden span test set.
+    """One reconstructed test set (the InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) of a hidden span test set.
     Its gold stays on the server like the test set's; its inputs are public."""
 
     test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="skill_variants")
@@ -262,11 +265,12 @@ class Track(models.Model):
     scores depend on the model (<= 512 tokens with its tokenizer, model says answerable), so
     the inclusion flags are computed per track by a worker on the ``models`` queue."""
 
-    PENDING, RUNNING, READY, FAILED = "pending", "running", "ready", "failed"
+    # The inclusion run is a background job (core.jobs): its status is a JobStatus.
+    QUEUED, RUNNING, DONE, FAILED = JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.DONE, JobStatus.FAILED
     task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="track")
     interpretation_set = models.ForeignKey(InterpretationSet, on_delete=models.PROTECT, related_name="tracks")
     hosted_model = models.ForeignKey(HostedModel, on_delete=models.PROTECT, related_name="tracks")
-    status = models.CharField(max_length=10, default=PENDING)
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     n_included = models.PositiveIntegerField(default=0)

@@ -1,4 +1,4 @@
-"""QUACKIE tracks (SPEC §6): hidden interpretation sets built from SQuAD-format data, hosted
+"""QUACKIE tracks (docs/metrics.md#quackie): hidden interpretation sets built from SQuAD-format data, hosted
 models, and the per-(set, model) track whose included samples are the task's hidden test set.
 """
 import hashlib
@@ -11,13 +11,18 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.jobs import ColumnState, Job, JobStatus
+from scoring.metrics import quackie
 from scoring.strict_json import InvalidJson, loads_json
 
+from .importers import ImportRefused
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet, Track
-from .test_sets import ImportRefused
 
 log = logging.getLogger(__name__)
 MAX_TOKENS = 512
+
+INCLUSION = Job(key="tracks", task_name="benchmark.tasks.compute_track_inclusion",
+                state=ColumnState(Track, on_give_up=lambda note: {"error": note}), what="The inclusion run")
 
 
 def ensure_quackie_benchmark():
@@ -39,8 +44,6 @@ def ensure_quackie_benchmark():
 
 def import_quackie(path, *, name, version):
     """Build a hidden interpretation set from SQuAD v1.1/v2.0 JSON. Idempotent per checksum."""
-    from scoring.metrics import quackie
-
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -115,57 +118,49 @@ def create_track(interpretation_set, hosted_model):
                             f"{track.hosted_model.slug}, not of set {interpretation_set.name} x model "
                             f"{hosted_model.slug}: use another set name or model slug")
     if track.interpretation_set_id != interpretation_set.pk:
-        moved = Track.objects.filter(pk=track.pk).exclude(status=Track.RUNNING).update(
+        moved = Track.objects.filter(pk=track.pk).exclude(status=JobStatus.RUNNING).update(
             interpretation_set=interpretation_set, total=interpretation_set.n_samples, updated_at=timezone.now())
         if not moved:
             raise ImportRefused(f"track {slug}: the inclusion flags of {track.interpretation_set} are being computed; "
                                 f"move it to {interpretation_set} when that run has finished")
         log.info("track %s moved from %s to %s", slug, track.interpretation_set, interpretation_set)
         schedule_inclusion(track)
-    elif track.status == Track.FAILED:
+    elif track.status == JobStatus.FAILED:
         schedule_inclusion(track)
     track.refresh_from_db()
     return track
 
 
-def schedule_inclusion(track):
-    Track.objects.filter(pk=track.pk).update(status=Track.PENDING, done=0, error="", attempts=0,
-                                             updated_at=timezone.now())
-    send_inclusion(track.pk)
+def schedule_inclusion(track: Track) -> None:
+    INCLUSION.state.schedule(track.pk, done=0, error="")
+    INCLUSION.send(track.pk)
 
 
-def claim_inclusion(track_id):
-    """Atomically take a pending inclusion run (a duplicate message finds nothing to do)."""
-    return bool(Track.objects.filter(pk=track_id, status=Track.PENDING).update(
-        status=Track.RUNNING, attempts=F("attempts") + 1, updated_at=timezone.now()))
+def claim_inclusion(track_id: int) -> int | None:
+    """Take a queued inclusion run (a duplicate message finds nothing to do): its attempt."""
+    return INCLUSION.state.claim(track_id)
 
 
-def send_inclusion(track_id):
-    def send():
-        from .tasks import compute_track_inclusion
-
-        try:
-            compute_track_inclusion.apply_async(args=[track_id])
-        except Exception:  # broker down: the reaper sends it again
-            log.exception("could not enqueue the inclusion flags of track %s", track_id)
-
-    transaction.on_commit(send)
-
-
-def compute_inclusion(track, *, batch_size=16, progress=None):
+def compute_inclusion(track, *, batch_size=16, progress=None, attempt=None):
     """Inclusion flags (official filter): <= 512 tokens with the model's tokenizer, has an answer
     (every stored sample has one), model predicts "answerable". Then the included samples become
     the track's hidden test set.
 
     A QA model predicts one sample at a time, as the official filter does: its padding is not
-    masked (reference quackie.md §5), so P(answer) of a short sample padded in a batch with a
+    masked (docs/quackie_models.md), so P(answer) of a short sample padded in a batch with a
     long one differs and a decision near 0.5 can flip. A classifier masks its padding, so it
-    predicts ``batch_size`` samples at a time (same numbers, faster)."""
-    from scoring.models.hosted_model import load_hosted_model
+    predicts ``batch_size`` samples at a time (same numbers, faster).
+
+    A worker passes the ``attempt`` it claimed (progress is its heartbeat, and a run that lost
+    its claim stores nothing); by hand (``create_track --now``) the run claims the track."""
+    # Imports torch: only the models worker (and this command by hand) pays for it.
+    from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415
 
     samples = InterpretationSet.objects.only("samples").get(pk=track.interpretation_set_id).samples
-    Track.objects.filter(pk=track.pk).update(status=Track.RUNNING, done=0, total=len(samples), error="",
-                                             updated_at=timezone.now())
+    if attempt is None:
+        Track.objects.filter(pk=track.pk).update(status=JobStatus.RUNNING, attempts=F("attempts") + 1)
+        attempt = Track.objects.values_list("attempts", flat=True).get(pk=track.pk)
+    INCLUSION.state.heartbeat(track.pk, attempt, done=0, total=len(samples), error="")
     kind = track.hosted_model.kind
     model = load_hosted_model(track.hosted_model.path, kind,
                               batch_size=1 if kind == HostedModel.QA else batch_size)
@@ -183,7 +178,7 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
             inclusion[sample["id"]] = {"tokens": n, "answerable": ok if n <= MAX_TOKENS else None,
                                        "included": n <= MAX_TOKENS and ok}
         done = min(start + batch_size, len(samples))
-        Track.objects.filter(pk=track.pk).update(done=done, updated_at=timezone.now())
+        INCLUSION.state.heartbeat(track.pk, attempt, done=done)
         if progress:
             progress(done, len(samples))
     included = [s for s in samples if inclusion[s["id"]]["included"]]
@@ -193,11 +188,16 @@ def compute_inclusion(track, *, batch_size=16, progress=None):
         "unanswerable_in_data": track.interpretation_set.stats.get("unanswerable", 0),
     }
     with transaction.atomic():
+        if not INCLUSION.state.finish(track.pk, attempt, JobStatus.DONE, n_included=len(included),
+                                      inclusion=inclusion, exclusions=exclusions, done=len(samples)):
+            log.warning("inclusion run %s of track %s lost its claim; result discarded", attempt, track.pk)
+            return None
         store_track_test_set(track, included)
-        Track.objects.filter(pk=track.pk).update(status=Track.READY, n_included=len(included), inclusion=inclusion,
-                                                 updated_at=timezone.now(),
-                                                 exclusions=exclusions, done=len(samples))
     return len(included)
+
+
+def fail_inclusion(track_id: int, attempt: int, error: str) -> None:
+    INCLUSION.state.finish(track_id, attempt, JobStatus.FAILED, error=error)
 
 
 def store_track_test_set(track, included):

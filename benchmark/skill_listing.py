@@ -1,12 +1,12 @@
 """The skill sets of a task as the API and the skills page show them."""
 from django.urls import reverse
 
+from scoring.analysis.skills import SKILLS
+
 from .models import SkillVariant
 
 
 def skill_listing(task, request=None):
-    from scoring.analysis.skills import SKILLS
-
     test_set = task.current_test_set()
     if test_set is None or task.kind != "span":
         return {"task": task.slug, "test_set_version": None, "build": None, "skills": [],

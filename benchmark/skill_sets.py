@@ -1,34 +1,45 @@
-"""Reconstructed test sets (seed 000 skills s1–s14) of a hidden span test set: built by a
-worker after import (or `manage.py build_skill_sets`), progress kept on the TestSet."""
+"""Skill-based reconstructed test sets s1–s14 (docs/diagnostics.md#skill-based-reconstructed-sets)
+of a hidden span test set: built by the background job ``SKILL_BUILD`` after import (or by
+``manage.py build_skill_sets``), its progress kept on the TestSet."""
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
 
+from core.jobs import Job, JobStatus, JsonPartState
+from scoring.analysis import skills
+from scoring.metrics import expmrc
+
 from .models import SkillVariant, Task, TestSet
 
-
-def set_progress(test_set, **progress):
-    """Record build progress in the test set's diagnostics (read by pages and the API); its
-    ``updated_at`` is the build's heartbeat: the reaper re-sends a build whose worker died."""
-    TestSet.update_diagnostics_part(test_set.pk, "skills_build", **progress)
+SKILL_BUILD = Job(key="skill_builds", task_name="benchmark.tasks.build_skill_sets",
+                  state=JsonPartState(TestSet, "skills_build"), what="The build",
+                  advice="run `manage.py build_skill_sets` to see why")
 
 
-def build(test_set, log=None):
-    """Build and store every skill variant of ``test_set``; returns {skill: status}."""
-    from scoring.analysis import skills
+def set_progress(test_set: TestSet, **progress) -> None:
+    """Record build progress by hand (tests, upgrades); a worker's run uses its claim."""
+    SKILL_BUILD.state.write(test_set.pk, **progress)
 
-    from scoring.metrics import expmrc
+
+def build(test_set: TestSet, log: Callable[[str], None] | None = None, attempt: int | None = None) -> dict:
+    """Build and store every skill variant of ``test_set``; returns {skill: status}.
+
+    A worker passes the ``attempt`` it claimed; by hand the build claims the job whatever its
+    state. Progress is the build's heartbeat: the reaper re-sends a build whose worker died."""
     if test_set.task.kind != Task.SPAN:
         raise ValueError(f"{test_set.task.slug}: skill sets are built for span-extraction tasks only")
+    state = SKILL_BUILD.state
+    if attempt is None:
+        attempt = state.change(test_set.pk, lambda part: {**part, "status": JobStatus.RUNNING,
+                                                          "attempts": part.get("attempts", 0) + 1})["attempts"]
+    state.heartbeat(test_set.pk, attempt, done=0, total=len(skills.SKILLS), seconds=None)
     gold = TestSet.objects.only("gold").get(pk=test_set.pk).gold
     started = time.perf_counter()
-    stored = TestSet.objects.filter(pk=test_set.pk).values_list("diagnostics", flat=True).first() or {}
-    attempts = (stored.get("skills_build") or {}).get("attempts", 0)
-    set_progress(test_set, status="running", done=0, total=len(skills.SKILLS), seconds=None, attempts=attempts + 1)
 
-    def progress(done, total):
-        set_progress(test_set, done=done, total=total)
+    def progress(done: int, total: int) -> None:
+        state.heartbeat(test_set.pk, attempt, done=done, total=total)
         if log:
             log(f"  {done}/{total} skills built")
 
@@ -54,34 +65,22 @@ def build(test_set, log=None):
                 },
             )
     seconds = round(time.perf_counter() - started, 2)
-    set_progress(test_set, status="done", done=len(results), total=len(results), seconds=seconds)
+    state.finish(test_set.pk, attempt, JobStatus.DONE, done=len(results), total=len(results), seconds=seconds)
     return {skill: result["status"] for skill, result in results.items()}
 
 
-def public_key_spec(public):
-    from scoring.metrics import expmrc
+def fail(test_set: TestSet, attempt: int) -> None:
+    SKILL_BUILD.state.finish(test_set.pk, attempt, JobStatus.FAILED)
 
+
+def public_key_spec(public: dict) -> dict:
     keys = tuple(qa["id"] for article in public["data"] for p in article["paragraphs"] for qa in p["qas"])
     return expmrc.KeySpec(kind=expmrc.SPAN, keys=keys, option_letters="").to_dict()
 
 
-def schedule(test_set):
+def schedule(test_set: TestSet) -> None:
     """After commit, ask a worker to build the skill sets of a span test set."""
     if test_set.task.kind != Task.SPAN or test_set.split != TestSet.TEST:
         return
-    set_progress(test_set, status="queued", done=0, total=None, attempts=0, note="")
-    send(test_set)
-
-
-def send(test_set):
-    def enqueue():
-        from .tasks import build_skill_sets
-
-        try:
-            build_skill_sets.apply_async(args=[test_set.pk])
-        except Exception:
-            import logging
-
-            logging.getLogger(__name__).exception("could not enqueue skill sets of %s", test_set)
-
-    transaction.on_commit(enqueue)
+    SKILL_BUILD.state.schedule(test_set.pk, done=0, total=None, note="")
+    SKILL_BUILD.send(test_set.pk)

@@ -6,7 +6,7 @@ work: per-submission diagnostics, dataset-level jobs such as cue discovery and s
 import os
 
 # Before torch or numpy start their thread pools: on 2-core machines spinning OpenMP
-# threads make small ops 15-50x slower (reference/environment.md §2).
+# threads make small ops 15-50x slower (measured on the CI machines).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -54,9 +54,11 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "core",
     "accounts",
     "benchmark",
     "submissions",
+    "leaderboards",
 ]
 
 MIDDLEWARE = [
@@ -151,12 +153,12 @@ SCORING_MAX_ATTEMPTS = env_int("SCORING_MAX_ATTEMPTS", 3)
 REAPER_INTERVAL_SECONDS = float(os.environ.get("REAPER_INTERVAL_SECONDS", 30))
 BOOTSTRAP_RESAMPLES = env_int("BOOTSTRAP_RESAMPLES", 1000)
 # Paired sign-flip resamples behind leaderboard tiers, and permutations of the
-# question-type tests (seed 003 used 1,000,000; 100,000 gives p-values to about ±0.001).
+# question-type tests (Luo 2022 used 1,000,000; 100,000 gives p-values to about ±0.001).
 TIER_RESAMPLES = env_int("TIER_RESAMPLES", 10000)
 DIAGNOSTICS_PERMUTATIONS = env_int("DIAGNOSTICS_PERMUTATIONS", 100000)
 
 # Celery. Unset CELERY_BROKER_URL = the embedded filesystem broker under var/, polled every
-# 0.1 s (reference/environment.md §6: ~50 ms round trips).
+# 0.1 s (about 50 ms round trips on these machines).
 # (The host part means nothing to this transport; naming one keeps kombu from warning
 # "No hostname was supplied" on every connection.)
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost/")

@@ -5,8 +5,9 @@ from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from benchmark.api import BenchmarkViewSet, TaskViewSet
-from submissions.api import SubmissionViewSet, compare_view
-from submissions.views import compare_page, submit
+from leaderboards import api as board_api
+from submissions.api import SubmissionViewSet, task_submissions
+from submissions.views import submit
 
 router = DefaultRouter()
 router.register("benchmarks", BenchmarkViewSet, basename="api-benchmark")
@@ -17,12 +18,15 @@ urlpatterns = [
     path("api/auth/token/", obtain_auth_token, name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/compare/", compare_view, name="api-compare"),
+    path("api/compare/", board_api.compare_view, name="api-compare"),
+    path("api/benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),
+    path("api/tasks/<slug:slug>/leaderboard/", board_api.task_leaderboard, name="api-task-leaderboard"),
+    path("api/tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
     path("api/", include(router.urls)),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("submissions/", include("submissions.urls")),
     path("tasks/<slug:slug>/submit/", submit, name="task-submit"),
-    path("compare/", compare_page, name="compare"),
     path("", include("benchmark.urls")),
+    path("", include("leaderboards.urls")),
 ]

@@ -22,12 +22,12 @@ DATA = REPO.parent / "shared" / "data" / "expmrc"
 SUBSETS = ("squad", "race")
 sys.path.insert(0, str(REPO))
 
-from scoring.metrics import expmrc  # noqa: E402  (after the path set-up above)
-
 # ----------------------------------------------------------------------- reference (c)
-# The official algorithm as plainly as it can be written (reference/expmrc.md §5):
+# The official algorithm as plainly as it can be written (docs/metrics.md#expmrc):
 # character loop, list-based normalization, Counter intersection, no caching.
 import nltk  # noqa: E402
+
+from scoring.metrics import expmrc  # noqa: E402  (after the path set-up above)
 
 SPECIAL = ["-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=", "，", "。", "：", "？", "！", "“", "”",
            "；", "’", "《", "》", "……", "·", "、", "「", "」", "（", "）", "－", "～", "『", "』"]

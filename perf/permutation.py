@@ -7,7 +7,7 @@ Data: the 501 questions of the ExpMRC SQuAD dev set (../shared/data/expmrc) when
 synthetic and seeded (~80% correct, with mild per-type differences so the p-value is neither
 ~0 nor ~1 and the Monte Carlo comparison means something).
 
-Both sides compute seed 003's statistic, TVD = 1/2 sum_i |acc_i - acc_all| over question types,
+Both sides compute Luo (2022)'s statistic, TVD = 1/2 sum_i |acc_i - acc_all| over question types,
 with the same number of resamples:
   - ours: categorical_test draws the correct counts per group as multivariate hypergeometric;
   - scipy: permutation_test on one sample, the items' 0/1 correctness, with the question types
@@ -106,7 +106,7 @@ def main() -> None:
 
     start = time.perf_counter()
     million = categorical_test(groups, correct, n_permutations=1_000_000, seed=SEED)
-    print(f"ours with 1,000,000 permutations (the seed's number): {time.perf_counter() - start:.3f} s, "
+    print(f"ours with 1,000,000 permutations (Luo 2022's number): {time.perf_counter() - start:.3f} s, "
           f"p = {million['p_value']:.5f}")
     print(f"ratio: {scipy_seconds / our_seconds:.1f}")
 

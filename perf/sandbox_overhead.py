@@ -51,6 +51,7 @@ import scoring.tokenization  # noqa: E402,F401  (vendored Punkt model on nltk.da
 from scoring import sandbox  # noqa: E402
 from scoring.models import interpreters  # noqa: E402
 from scoring.models.hosted_model import load_hosted_model  # noqa: E402
+from scoring.sandbox.command import bwrap_command, host_env  # noqa: E402
 from tests.tiny_models import build_tiny_classifier  # noqa: E402
 
 FALLBACK = [
@@ -93,13 +94,13 @@ def bare_start_seconds(repeat: int = 5) -> tuple[float, float]:
     import subprocess
 
     plain = [sys.executable, "-c", "pass"]
-    boxed = sandbox._bwrap_command([], sandbox.SandboxLimits(), plain)
+    boxed = bwrap_command([], sandbox.SandboxLimits(), plain)
     results = []
     for command in (plain, boxed):
         times = []
         for _ in range(repeat):
             began = time.perf_counter()
-            subprocess.run(command, check=True, env=sandbox._host_env())
+            subprocess.run(command, check=True, env=host_env())
             times.append(time.perf_counter() - began)
         results.append(statistics.median(times))
     return results[0], results[1]

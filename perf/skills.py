@@ -72,7 +72,8 @@ def main() -> int:
         print(f"(a) build_all (all skills)          : {cold_s:7.3f} s")
         print(f"(b) build_variant per skill, summed : {warm_s:7.3f} s")
         print(f"(r) ExpMRC scoring pass, cold cache : {ref_s:7.3f} s")
-        print(f"ratio (a)/(r) = {cold_s / ref_s:5.2f}   (b)/(r) = {warm_s / ref_s:5.2f}   (b)/(a) = {warm_s / cold_s:5.2f}")
+        print(f"ratio (a)/(r) = {cold_s / ref_s:5.2f}   (b)/(r) = {warm_s / ref_s:5.2f}   "
+              f"(b)/(a) = {warm_s / cold_s:5.2f}")
         print("(c) per skill, build_variant alone:")
         for skill, seconds in per_skill.items():
             result = results[skill]

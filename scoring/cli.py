@@ -41,7 +41,8 @@ def _per_question_json(score) -> str:
 
 
 def _run_expmrc(args: argparse.Namespace) -> int:
-    from scoring.metrics import expmrc  # imported here: NLTK loads only when this scorer runs
+    # Each sub-command imports its own scorer: NLTK, jieba and lemminflect load only when needed.
+    from scoring.metrics import expmrc  # noqa: PLC0415
 
     gold = _read_json_file(args.gold, "gold file")
     try:
@@ -92,7 +93,7 @@ def _read_jsonl(path: str, what: str) -> list[tuple[int, object]]:
 
 
 def _icq_instances(path: str, what: str, *, unique_ids: bool):
-    from scoring.analysis import icq
+    from scoring.analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
 
     rows = _read_jsonl(path, what)
     try:
@@ -111,7 +112,7 @@ def _icq_instances(path: str, what: str, *, unique_ids: bool):
 
 
 def _icq_predictions(path: str, test, kind: str) -> dict:
-    from scoring.analysis import icq
+    from scoring.analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
 
     options = {instance.id: len(instance.hypotheses) for instance in test}
     predictions, seen = {}, {}
@@ -145,7 +146,7 @@ def _icq_predictions(path: str, test, kind: str) -> dict:
 def _run_icq(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise CliError("--top-k must be at least 1")
-    from scoring.analysis import icq  # imported here: jieba / lemminflect load only when this runs
+    from scoring.analysis import icq  # noqa: PLC0415  (jieba / lemminflect load only when this runs)
 
     reference_kind, reference = _icq_instances(args.reference, "reference file", unique_ids=False)
     kind, test = _icq_instances(args.test, "test file", unique_ids=True)
@@ -195,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     icq.set_defaults(run=_run_icq)
 
     quackie = scorers.add_parser("quackie", help="QUACKIE interpretability metrics: IoU, HPD, SNR (+ extended)")
-    quackie.add_argument("gold", metavar="GOLD.json", help='{"<id>": {"sentences": [...], "gt_candidates": [[0,1,0], ...]}}')
+    quackie.add_argument("gold", metavar="GOLD.json",
+                         help='{"<id>": {"sentences": [...], "gt_candidates": [[0,1,0], ...]}}')
     quackie.add_argument("scores", metavar="SCORES.json", help='{"<id>": [float, ...]} one score per sentence')
     quackie.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
                          help="largest accepted score file (default: 50 MiB)")
@@ -204,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_quackie(args: argparse.Namespace) -> int:
-    from scoring.metrics import quackie
+    from scoring.metrics import quackie  # noqa: PLC0415  (NLTK loads only for this sub-command)
 
     try:
         result = quackie.run(args.gold, args.scores, max_bytes=args.max_bytes)

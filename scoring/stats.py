@@ -5,7 +5,7 @@
 - ``paired_test``: two-sided sign-flip permutation test on per-item differences of two systems
   scored on the same items.
 - ``significance_tiers``: walks a ranked leaderboard and starts a new tier wherever an entry is
-  significantly worse than the entry directly above it (SPEC §8).
+  significantly worse than the entry directly above it (docs/diagnostics.md#significance-tiers).
 
 Everything is deterministic for a given seed and input.
 """

@@ -6,15 +6,17 @@
 It reads the source with ``ast`` (nothing is imported or run), resolves relative imports and
 ``from package import module`` to the module they name, and reports each group of modules that
 import each other, directly or around a loop, as one cycle, and every import of product code
-placed inside a function (such an import hides a cycle from Python until the function runs).
-It exits 1 when there is either, so the README's test command keeps both at zero. Imports of
-third-party modules inside functions are ruff's business (PLC0415): only heavy optional ones
-such as torch may be deferred, each with its reason written beside it.
+placed inside a function (such an import hides a cycle from Python until the function runs),
+unless it carries ruff's ``# noqa: PLC0415`` with the reason above it: allowed only for code
+that loads a heavy dependency such as torch. It exits 1 when there is either, so the README's
+test command keeps both at zero. Deferred imports of third-party modules are ruff's business
+(PLC0415), with the same rule.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,15 +89,17 @@ def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[tuple[str, int, 
     edges: dict[str, set[str]] = {m: set() for m in files}
     deferred = set()
     for module, path in files.items():
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
         visitor = Imports(module, path.name == "__init__.py")
-        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        visitor.visit(ast.parse(source, filename=str(path)))
         for name, line, inside in visitor.found:
             target = resolve(name, known)
             # A package's own parents are imported by Python anyway: not an edge of the code.
             if target is None or target == module or module.startswith(target + "."):
                 continue
             edges[module].add(target)
-            if inside:
+            if inside and not re.search(r"noqa:[^#]*PLC0415", lines[line - 1]):
                 deferred.add((str(path.relative_to(root)), line, target))
     return edges, sorted(deferred)
 

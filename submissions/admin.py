@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from . import services
+from . import intake
 from .models import Submission
 
 
@@ -22,7 +22,7 @@ class SubmissionAdmin(admin.ModelAdmin):
         done = 0
         for submission in queryset:
             try:
-                done += bool(services.retry(submission))
-            except services.SubmissionRefused as exc:
+                done += bool(intake.retry(submission))
+            except intake.SubmissionRefused as exc:
                 self.message_user(request, f"#{submission.pk}: {exc.message}", messages.WARNING)
         self.message_user(request, f"{done} submission(s) re-queued.")

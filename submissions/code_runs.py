@@ -1,73 +1,42 @@
-"""Interpreter code submissions for QUACKIE tracks (SPEC §7): validated at upload, run by a
-worker on the ``sandbox`` queue inside the sandbox (scoring.sandbox), scored like a score file.
+"""Running interpreter code submissions of QUACKIE tracks (docs/sandbox.md), the worker side:
+a worker on the ``sandbox`` queue runs the code inside the sandbox (scoring.sandbox) and scores
+its sentence scores like a score file. (Upload validation is in ``intake``.)
 
 The sandbox receives only (question, context, number of sentences) per sample: never the
 ground truth, which stays in this process."""
-import hashlib
 import logging
 import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.db import transaction
 
-from benchmark.models import Task
+from scoring import sandbox
 
 from . import lifecycle
-from .models import ErrorCategory, Status, Submission
+from .models import ErrorCategory
+from .runs import confidence_intervals
+from .scorers import InterpretationScorer, scorer_for
 
 log = logging.getLogger(__name__)
 
 
+def claim_and_run(submission_id: int) -> str:
+    """What the sandbox worker does with a message: claim the code submission, run it in the
+    sandbox, score and store. Returns the status it ends in, or "skipped"."""
+    submission = lifecycle.start_run(submission_id)
+    if submission is None:
+        return "skipped"
+    try:
+        run(submission)
+    except Exception as exc:
+        log.error("code submission %s: runner raised %s", submission_id, type(exc).__name__)
+        lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR,
+                           "The sandbox runner failed; the maintainers have been told.")
+    return submission.status
+
+
 def sandbox_mode():
     return settings.SANDBOX
-
-
-def submit_code(*, user, task, uploaded_file, method_name, description="", url="", public=True, enforce_quota=True):
-    """Validate and queue an interpreter (.py, or .zip with one entry module)."""
-    from scoring import sandbox
-
-    from .services import SubmissionRefused, quota_status, QuotaExceeded
-
-    if task.kind != Task.INTERPRETATION or not hasattr(task, "track"):
-        raise SubmissionRefused("Code submissions are for QUACKIE tracks only.")
-    if not task.accepts_submissions:
-        raise SubmissionRefused(f"Task {task.slug} does not accept submissions at the moment.")
-    available, reason = sandbox.sandbox_available(sandbox_mode())
-    if not available:
-        raise SubmissionRefused(f"Code submissions are disabled on this server: no sandbox is available ({reason}). "
-                                "Submit a score file instead.", 503)
-    test_set = task.current_test_set()
-    if test_set is None:
-        raise SubmissionRefused(f"Track {task.slug} is not ready yet (inclusion flags: {task.track.status}).")
-    submission = Submission(user=user, task=task, test_set=test_set, kind=Submission.CODE, method_name=method_name,
-                            description=description, url=url, public=public, size=uploaded_file.size,
-                            original_filename=(uploaded_file.name or "")[-255:])
-    name = uploaded_file.name or "interpreter.py"
-    try:
-        if uploaded_file.size > settings.CODE_MAX_BYTES:  # refused before a byte is read into memory
-            raise sandbox.InvalidCode(f"{Path(name).name}: {uploaded_file.size} bytes; "
-                                      f"the limit is {settings.CODE_MAX_BYTES} bytes")
-        raw = b"".join(uploaded_file.chunks())
-        submission.sha256 = hashlib.sha256(raw).hexdigest()
-        sandbox.check_submission_code(raw, name, max_bytes=settings.CODE_MAX_BYTES)
-    except sandbox.InvalidCode as exc:
-        submission.status = Status.REJECTED
-        submission.error_category = ErrorCategory.INVALID_INPUT
-        submission.error_message = str(exc)
-        submission.save()
-        return submission
-    with transaction.atomic():
-        Task.objects.select_for_update().get(pk=task.pk)
-        quota = quota_status(user, task)
-        if enforce_quota and quota["remaining"] <= 0:
-            raise QuotaExceeded(f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}.")
-        submission.file.save(uploaded_file.name or "interpreter.py", ContentFile(raw), save=False)
-        submission.details = {"progress": {"done": 0, "total": test_set.n_items}}
-        submission.save()
-        lifecycle.mark_queued(submission)
-    return submission
 
 
 def public_samples(test_set):
@@ -129,10 +98,6 @@ def protected_paths():
 
 def run(submission):
     """Run a claimed code submission in the sandbox and store its QUACKIE scores."""
-    from scoring import sandbox
-
-    from .scorers import scorer_for
-
     if sandbox_mode() == "none":
         log.warning("SANDBOX=none: running submission %s WITHOUT a sandbox (development only)", submission.pk)
     track = submission.task.track
@@ -169,8 +134,6 @@ def run(submission):
                     "first_failures": first_failures(result),
                     "total_seconds": result.total_seconds, "restarts": result.restarts},
     })
-    from .services import confidence_intervals
-
     return lifecycle.store_scores(
         submission, scores=scored.scores, ci=confidence_intervals(submission.task, scored.item_rows),
         item_scores=scored.item_rows, total=scored.total, unanswered=scored.unanswered,
@@ -178,6 +141,4 @@ def run(submission):
 
 
 def scored_version():
-    from .scorers import InterpretationScorer
-
     return InterpretationScorer.version

@@ -1,4 +1,5 @@
-"""Per-submission diagnostics (SPEC §8), run by a worker after the score is stored.
+"""Per-submission diagnostics (docs/diagnostics.md), run by a worker after the score is stored,
+as the background job ``DIAGNOSTICS`` (core.jobs).
 
 Only aggregates are stored and shown: per-question outcomes of a hidden split never leave
 this module. Each part records whether it applies to the task and why not when it does not.
@@ -7,17 +8,16 @@ On a hidden split no group of fewer than HIDDEN_MIN_GROUP_SIZE questions is stor
 of a one-question group is that question's outcome.
 """
 import logging
-from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db.models import Q
 
+from core.jobs import ColumnState, Job, JobStatus
+from scoring.analysis import icq, linguistic, permutation
 from scoring.metrics import expmrc
 
-from . import lifecycle
-from .models import DiagnosticsStatus, Status, Submission
+from .models import Status, Submission
+from .scorers import scorer_for
 
 log = logging.getLogger(__name__)
 
@@ -26,71 +26,76 @@ log = logging.getLogger(__name__)
 HIDDEN_MIN_GROUP_SIZE = 5
 
 
-def schedule(submission):
-    """Mark diagnostics pending and send them to a worker after commit."""
-    Submission.objects.filter(pk=submission.pk).update(
-        diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=timezone.now(), diagnostics_attempts=0)
-    submission.diagnostics_status = DiagnosticsStatus.PENDING
-    send(submission.pk)
+DIAGNOSTICS = Job(
+    key="diagnostics", task_name="submissions.tasks.compute_diagnostics", what="The diagnostics",
+    advice="the score is not affected",
+    state=ColumnState(Submission, status="diagnostics_status", beat="diagnostics_updated_at",
+                      attempts="diagnostics_attempts", scope=Q(status=Status.SCORED),
+                      on_give_up=lambda note: {"diagnostics": {"error": note}}))
 
 
-def send(submission_id):
-    def enqueue():
-        from .tasks import compute_diagnostics
-
-        try:
-            compute_diagnostics.apply_async(args=[submission_id])
-        except Exception:  # broker down: the reaper sends it again
-            log.exception("could not enqueue diagnostics of submission %s", submission_id)
-
-    transaction.on_commit(enqueue)
+def schedule(submission: Submission) -> None:
+    """Mark diagnostics queued and send them to a worker after commit."""
+    DIAGNOSTICS.state.schedule(submission.pk)
+    submission.diagnostics_status = JobStatus.QUEUED
+    DIAGNOSTICS.send(submission.pk)
 
 
-def redo_for_test_set(test_set_id):
+def redo_for_test_set(test_set_id: int) -> int:
     """Send the diagnostics of a test set's scored entries again: the dataset-level results they
     compare with (the ICQ cue table) have just been (re)computed. Returns how many."""
     ids = list(Submission.objects.filter(
         test_set_id=test_set_id, status=Status.SCORED,
-        diagnostics_status__in=(DiagnosticsStatus.DONE, DiagnosticsStatus.FAILED)).values_list("pk", flat=True))
-    Submission.objects.filter(pk__in=ids).update(
-        diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=timezone.now(), diagnostics_attempts=0)
+        diagnostics_status__in=(JobStatus.DONE, JobStatus.FAILED)).values_list("pk", flat=True))
     for pk in ids:
-        send(pk)
+        DIAGNOSTICS.state.schedule(pk)
+        DIAGNOSTICS.send(pk)
     return len(ids)
 
 
-def claim(submission_id):
-    """Atomically take pending diagnostics; False when another run has them (or none are due)."""
-    return bool(Submission.objects.filter(
-        pk=submission_id, status=Status.SCORED, diagnostics_status=DiagnosticsStatus.PENDING
-    ).update(diagnostics_status=DiagnosticsStatus.RUNNING, diagnostics_updated_at=timezone.now(),
-             diagnostics_attempts=F("diagnostics_attempts") + 1))
+def redo_after_cue_table(sender, test_set_id: int, **kwargs) -> None:
+    """Receiver of ``benchmark.signals.cue_table_stored``."""
+    redo_for_test_set(test_set_id)
 
 
-def reap_stuck(now=None):
-    """Re-send diagnostics whose worker died mid-run (status running past the background lease)
-    or whose message was lost (pending past the queue lease); after SCORING_MAX_ATTEMPTS runs
-    they fail with a readable note instead of a status page that refreshes forever."""
-    now = now or timezone.now()
-    counts = {"diagnostics_resent": 0, "diagnostics_failed": 0}
-    dead = now - timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS)
-    lost = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
-    stale = Submission.objects.filter(
-        Q(diagnostics_status=DiagnosticsStatus.RUNNING, diagnostics_updated_at__lt=dead)
-        | Q(diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at__lt=lost)
-        | Q(diagnostics_status__in=(DiagnosticsStatus.PENDING, DiagnosticsStatus.RUNNING),
-            diagnostics_updated_at__isnull=True)
-    ).values_list("pk", "diagnostics_status", "diagnostics_attempts")
-    for pk, status, attempts in stale:
-        same = Submission.objects.filter(pk=pk, diagnostics_status=status, diagnostics_attempts=attempts)
-        if status == DiagnosticsStatus.RUNNING and attempts >= settings.SCORING_MAX_ATTEMPTS:
-            if same.update(diagnostics_status=DiagnosticsStatus.FAILED, diagnostics_updated_at=now, diagnostics={
-                    "error": f"The diagnostics {lifecycle.stopped(attempts)}; the score is not affected."}):
-                counts["diagnostics_failed"] += 1
-        elif same.update(diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=now):
-            send(pk)
-            counts["diagnostics_resent"] += 1
-    return counts
+def claim(submission_id: int) -> int | None:
+    """Take queued diagnostics; the attempt now owning them, or None when another run has them
+    (or none are due)."""
+    return DIAGNOSTICS.state.claim(submission_id)
+
+
+def claim_and_run(submission_id: int, n_permutations: int | None = None) -> str:
+    """What the maintenance worker does with a message: claim the diagnostics of a scored
+    submission, compute and store them. Returns "done", "failed" or "skipped"."""
+    attempt = claim(submission_id)
+    if attempt is None:
+        return "skipped"
+    submission = Submission.objects.select_related("task", "test_set").get(pk=submission_id)
+    try:
+        result = run(submission, n_permutations=n_permutations)
+    except Exception as exc:
+        # The type only: a message could quote hidden gold.
+        log.error("diagnostics of submission %s failed: %s", submission_id, type(exc).__name__)
+        fail(submission_id, attempt)
+        return JobStatus.FAILED
+    store(submission_id, attempt, result)
+    return JobStatus.DONE
+
+
+def store(submission_id: int, attempt: int, result: dict) -> bool:
+    return DIAGNOSTICS.state.finish(submission_id, attempt, JobStatus.DONE, diagnostics=result)
+
+
+def fail(submission_id: int, attempt: int) -> bool:
+    return DIAGNOSTICS.state.finish(submission_id, attempt, JobStatus.FAILED, diagnostics={
+        "error": "The diagnostics failed on this submission; the maintainers have been told."})
+
+
+def reap_stuck(now=None) -> dict[str, int]:
+    """Re-send diagnostics whose worker died mid-run or whose message was lost; after
+    SCORING_MAX_ATTEMPTS runs they fail with a readable note instead of a status page that
+    refreshes forever."""
+    return DIAGNOSTICS.reap(now)
 
 
 def span_items(gold):
@@ -104,11 +109,9 @@ def span_items(gold):
 
 
 def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=None):
-    from scoring.analysis import linguistic, permutation
-
     items = span_items(gold)
     answer_f1 = [row[0] for row in item_scores]
-    # Seed 003 tests "correctness": a question counts as correct when its answer F1 is 1
+    # Luo (2022) tests "correctness": a question counts as correct when its answer F1 is 1
     # (the normalised answer equals one of the references).
     correct = [f1 == 1.0 for f1 in answer_f1]
     min_group_size = HIDDEN_MIN_GROUP_SIZE if hidden else None
@@ -130,8 +133,6 @@ def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=Non
 
 def predicted_labels(submission, gold):
     """Predicted option index (multi-choice) per question key, from the stored file."""
-    from .scorers import scorer_for
-
     with submission.file.open("rb") as handle:
         predictions = scorer_for(submission.task, submission.kind).parse(
             handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES
@@ -144,8 +145,6 @@ def predicted_labels(submission, gold):
 
 def icq_diagnostics(submission):
     """ICQ accuracy and distribution tests against the cues found for this test-set version."""
-    from scoring.analysis import icq
-
     cues_info = (submission.test_set.diagnostics or {}).get("icq")
     if not cues_info or cues_info.get("status") not in ("done", "no_reference"):
         return {"applicable": False, "note": "Cue discovery has not finished for this test set yet."}
@@ -155,7 +154,8 @@ def icq_diagnostics(submission):
     kind = "classification" if task.kind == "classification" else "multichoice"
     result = {
         "applicable": True,
-        "accuracy_test": icq.accuracy_test(instances, predictions, cues_info["cues"], kind=kind, language=task.language),
+        "accuracy_test": icq.accuracy_test(instances, predictions, cues_info["cues"], kind=kind,
+                                           language=task.language),
         "distribution_test": [],
         "note": cues_info.get("note", ""),
     }
@@ -167,8 +167,6 @@ def icq_diagnostics(submission):
 
 
 def test_instances(task, gold):
-    from scoring.analysis import icq
-
     if task.kind == "classification":
         return icq.load_instances(gold["rows"], "classification")
     return icq.expmrc_multichoice_instances(gold)

@@ -1,65 +1,95 @@
-"""Moving submissions through the state machine, safely under concurrency.
+"""The submission state machine, and scoring as a background job (core.jobs).
 
-Every step is one conditional UPDATE that names the status (and, for a running submission,
-the attempt number) it expects. A duplicate message, a second worker or a worker that comes
-back after the reaper gave its run away finds no matching row and does nothing, so each
-submission is scored and stored exactly once.
+:func:`transition` is the one function that writes ``Submission.status``: it checks every move
+against ``LEGAL_TRANSITIONS`` and makes it with one conditional UPDATE that names the status it
+expects (and, for a running submission, the attempt that owns it). A duplicate message, a
+second worker or a worker that comes back after the reaper gave its run away finds no
+matching row and does nothing, so each submission is scored and stored exactly once.
 """
+from __future__ import annotations
+
 import logging
-from datetime import timedelta
+from collections.abc import Collection, Iterable
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Expression, F, Q
 from django.utils import timezone
 
-from .models import ErrorCategory, Status, Submission
+from core.jobs import Job, JobState, Stale
+
+from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, Status, Submission
 
 log = logging.getLogger(__name__)
 
-
-def enqueue(submission_id, kind=Submission.PREDICTIONS):
-    """Send the scoring message once the surrounding transaction has committed, so a worker
-    never looks for a row it cannot see yet. A broker outage leaves the submission queued;
-    the reaper sends it again later. Code submissions go to the sandbox queue."""
-
-    def send():
-        from .tasks import run_code_submission, score_submission
-
-        task = run_code_submission if kind == Submission.CODE else score_submission
-        try:
-            task.apply_async(args=[submission_id])
-        except Exception:  # broker down: nothing is lost, the reaper retries
-            log.exception("could not enqueue submission %s; the reaper will retry", submission_id)
-
-    transaction.on_commit(send)
+TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission"}
+DEFAULT_TASK = "submissions.tasks.score_submission"
 
 
-def mark_queued(submission):
+def transition(submission: Submission | int, new_status: Status, *, expect: Collection[Status] | None = None,
+               where: Q | None = None, **fields: Any) -> bool:
+    """Move a submission to ``new_status`` and write ``fields`` with it.
+
+    ``expect``: the statuses the row may hold now (default: the one this instance holds); each
+    move from one of them to ``new_status`` must be legal, else :class:`IllegalTransition`.
+    ``where``: further conditions the row must meet (the attempt that owns a run, an expired
+    lease). Returns True when this call made the change; False when the row moved on
+    meanwhile. A submission not saved yet is created in ``new_status`` (from ``uploaded``)."""
+    instance = submission if isinstance(submission, Submission) else None
+    expected = {Status(s) for s in expect} if expect is not None else {Status(instance.status)}
+    illegal = [s for s in expected if new_status not in LEGAL_TRANSITIONS[s]]
+    if illegal:
+        raise IllegalTransition(f"{'/'.join(sorted(illegal))} -> {new_status}")
+    if instance is not None and instance.pk is None:
+        if expected != {Status.UPLOADED}:
+            raise IllegalTransition(f"a new submission starts as uploaded, not {'/'.join(sorted(expected))}")
+        instance.status = new_status
+        for name, value in fields.items():
+            setattr(instance, name, value)
+        instance.save()
+        return True
+    pk = instance.pk if instance is not None else submission
+    rows = Submission.objects.filter(pk=pk, status__in=expected)
+    if where is not None:
+        rows = rows.filter(where)
+    if not rows.update(status=new_status, **fields):
+        return False
+    if instance is not None:
+        instance.status = new_status
+        for name, value in fields.items():
+            if not isinstance(value, (Expression, F)):
+                setattr(instance, name, value)
+    return True
+
+
+def task_name_for(kind: str) -> str:
+    """Code submissions run in the sandbox worker; every file goes to its scorer."""
+    return TASK_FOR_KIND.get(kind, DEFAULT_TASK)
+
+
+def mark_queued(submission: Submission) -> bool:
     """uploaded/failed/scored -> queued, and send it to the workers after commit."""
-    if submission.transition(Status.QUEUED, queued_at=timezone.now(), error_category="", error_message=""):
-        enqueue(submission.pk, submission.kind)
+    if transition(submission, Status.QUEUED, queued_at=timezone.now(), error_category="", error_message=""):
+        SCORING.send(submission.pk, task_name_for(submission.kind))
         return True
     return False
 
 
-def start_run(submission_id):
+def start_run(submission_id: int) -> Submission | None:
     """Claim a submission for scoring. Returns the claimed Submission with its attempt number,
     or None when there is nothing to do (already scored, cancelled, or running elsewhere
     under a live lease)."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.SCORING_LEASE_SECONDS)
     claimable = Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now)
-    claimed = (
-        Submission.objects.filter(claimable, pk=submission_id)
-        .update(status=Status.RUNNING, started_at=now, lease_expires_at=lease, attempts=F("attempts") + 1)
-    )
-    if not claimed:
+    if not transition(submission_id, Status.RUNNING, expect={Status.QUEUED, Status.RUNNING}, where=claimable,
+                      started_at=now, lease_expires_at=lease, attempts=F("attempts") + 1):
         return None
     return Submission.objects.select_related("task", "test_set").get(pk=submission_id)
 
 
-def heartbeat(submission, **fields):
+def heartbeat(submission: Submission, **fields: Any) -> bool:
     """A long run (sandboxed code) renews its lease and records progress, so the reaper never
     takes a live run away. Returns False when this run no longer owns the submission."""
     lease = timezone.now() + timedelta(seconds=settings.SCORING_LEASE_SECONDS)
@@ -67,72 +97,62 @@ def heartbeat(submission, **fields):
                 .update(lease_expires_at=lease, **fields))
 
 
-def _finish(submission, new_status, **fields):
+def _finish(submission: Submission, new_status: Status, **fields: Any) -> bool:
     """running -> new_status, only for the attempt that claimed it."""
-    fields.update(status=new_status, finished_at=timezone.now(), lease_expires_at=None)
-    updated = Submission.objects.filter(
-        pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts
-    ).update(**fields)
-    if updated:
-        for name, value in fields.items():
-            setattr(submission, name, value)
-    else:
+    finished = transition(submission, new_status, expect={Status.RUNNING}, where=Q(attempts=submission.attempts),
+                          finished_at=timezone.now(), lease_expires_at=None, **fields)
+    if not finished:
         log.warning("submission %s attempt %s lost its lease; result discarded", submission.pk, submission.attempts)
-    return bool(updated)
+    return finished
 
 
-def store_scores(submission, *, scores, ci, item_scores, total, unanswered, scorer_version, details=None):
-    return _finish(
-        submission,
-        Status.SCORED,
-        scores=scores,
-        ci=ci,
-        item_scores=item_scores,
-        total=total,
-        unanswered=unanswered,
-        scorer_version=scorer_version,
-        details=details or {},
-        error_category="",
-        error_message="",
-    )
+def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores: list, total: int,
+                 unanswered: int, scorer_version: str, details: dict | None = None) -> bool:
+    return _finish(submission, Status.SCORED, scores=scores, ci=ci, item_scores=item_scores, total=total,
+                   unanswered=unanswered, scorer_version=scorer_version, details=details or {},
+                   error_category="", error_message="")
 
 
-def reject_run(submission, message):
+def reject_run(submission: Submission, message: str) -> bool:
     return _finish(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT, error_message=message)
 
 
-def fail_run(submission, category, message):
+def fail_run(submission: Submission, category: ErrorCategory, message: str) -> bool:
     return _finish(submission, Status.FAILED, error_category=category, error_message=message)
 
 
-def stopped(attempts):
-    """How a job that kept losing its worker is explained to the people waiting for it."""
-    return f"stopped {attempts} time{'s' if attempts != 1 else ''} without finishing (worker lost or timed out)"
+class ScoringState(JobState):
+    """Scoring keeps its state in the submission's own columns: a running submission's lease
+    expires at ``lease_expires_at``, a queued one's message counts as lost ``QUEUE_LEASE_SECONDS``
+    after ``queued_at``. Give-ups fail as ``worker_lost``, a platform fault (refunded)."""
+
+    def stale(self, now: datetime) -> Iterable[Stale]:
+        lost = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
+        rows = Submission.objects.filter(Q(status=Status.RUNNING, lease_expires_at__lt=now)
+                                         | Q(status=Status.QUEUED, queued_at__lt=lost))
+        return [Stale(pk, status, attempts, task_name_for(kind))
+                for pk, status, attempts, kind in rows.values_list("pk", "status", "attempts", "kind")]
+
+    def requeue(self, job: Stale, now: datetime) -> bool:
+        if job.status == Status.QUEUED:  # not a status change: the message is sent once more
+            lost = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
+            return bool(Submission.objects.filter(pk=job.pk, status=Status.QUEUED, queued_at__lt=lost)
+                        .update(queued_at=now))
+        return transition(job.pk, Status.QUEUED, expect={Status.RUNNING},
+                          where=Q(attempts=job.attempts, lease_expires_at__lt=now),
+                          queued_at=now, lease_expires_at=None)
+
+    def give_up(self, job: Stale, now: datetime, note: str) -> bool:
+        return transition(job.pk, Status.FAILED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
+                          finished_at=now, lease_expires_at=None,
+                          error_category=ErrorCategory.WORKER_LOST, error_message=note)
 
 
-def reap_stuck(now=None):
+SCORING = Job(key="scoring", task_name=DEFAULT_TASK, state=ScoringState(), what="Scoring")
+
+
+def reap_stuck(now: datetime | None = None) -> dict[str, int]:
     """Give back runs whose lease expired (their worker died) and re-send queued submissions
-    whose message seems lost. After SCORING_MAX_ATTEMPTS claimed runs a submission fails
-    with a platform category (refunded). Returns counts for the log."""
-    now = now or timezone.now()
-    counts = {"requeued": 0, "resent": 0, "failed": 0}
-    expired = Submission.objects.filter(status=Status.RUNNING, lease_expires_at__lt=now)
-    for sub in expired:
-        if sub.attempts >= settings.SCORING_MAX_ATTEMPTS:
-            if fail_run(
-                sub,
-                ErrorCategory.WORKER_LOST,
-                f"Scoring {stopped(sub.attempts)}.",
-            ):
-                counts["failed"] += 1
-        elif Submission.objects.filter(
-            pk=sub.pk, status=Status.RUNNING, attempts=sub.attempts, lease_expires_at__lt=now
-        ).update(status=Status.QUEUED, queued_at=now, lease_expires_at=None):
-            enqueue(sub.pk, sub.kind)
-            counts["requeued"] += 1
-    stale = now - timedelta(seconds=settings.QUEUE_LEASE_SECONDS)
-    for pk, kind in Submission.objects.filter(status=Status.QUEUED, queued_at__lt=stale).values_list("pk", "kind"):
-        if Submission.objects.filter(pk=pk, status=Status.QUEUED, queued_at__lt=stale).update(queued_at=now):
-            enqueue(pk, kind)
-            counts["resent"] += 1
-    return counts
+    whose message seems lost; after SCORING_MAX_ATTEMPTS claimed runs a submission fails as
+    ``worker_lost`` (refunded). Returns counts for the log."""
+    return SCORING.reap(now)

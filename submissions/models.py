@@ -1,15 +1,18 @@
 """What people send: a submission and its lifecycle.
 
-Status machine (SPEC §4): uploaded -> queued -> running -> scored | failed, plus rejected
-(invalid input) and cancelled (withdrawn before scoring started). Every change goes through
-``Submission.transition`` or a conditional UPDATE in ``submissions.lifecycle`` that checks the
-current status, so two workers can never both move the same submission.
+Status machine (docs/architecture.md#the-submission-state-machine): uploaded -> queued ->
+running -> scored | failed, plus rejected (invalid input) and cancelled (withdrawn before
+scoring started). Every status write goes through ``submissions.lifecycle.transition``, which
+checks ``LEGAL_TRANSITIONS`` and writes with a conditional UPDATE, so two workers can never
+both move the same submission.
 """
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+
+from core.jobs import JobStatus  # noqa: F401  (diagnostics statuses; re-exported)
 
 
 class Status(models.TextChoices):
@@ -25,8 +28,9 @@ class Status(models.TextChoices):
 LEGAL_TRANSITIONS = {
     Status.UPLOADED: {Status.QUEUED, Status.REJECTED},
     Status.QUEUED: {Status.RUNNING, Status.FAILED, Status.CANCELLED},
-    # running -> queued: the reaper gives back a run whose worker vanished.
-    Status.RUNNING: {Status.SCORED, Status.FAILED, Status.REJECTED, Status.QUEUED},
+    # running -> queued: the reaper gives back a run whose worker vanished; running -> running:
+    # a worker re-claims a run whose lease expired (its first worker died) before the reaper did.
+    Status.RUNNING: {Status.SCORED, Status.FAILED, Status.REJECTED, Status.QUEUED, Status.RUNNING},
     # A platform failure can be retried; a scored submission can be re-scored by maintainers.
     Status.FAILED: {Status.QUEUED},
     Status.SCORED: {Status.QUEUED},
@@ -36,11 +40,8 @@ LEGAL_TRANSITIONS = {
 TERMINAL = {Status.SCORED, Status.FAILED, Status.REJECTED, Status.CANCELLED}
 
 
-class DiagnosticsStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+# A submission's diagnostics are a background job (core.jobs) with the jobs' vocabulary.
+DiagnosticsStatus = JobStatus
 
 
 class ErrorCategory(models.TextChoices):
@@ -73,6 +74,10 @@ class IllegalTransition(Exception):
 
 
 UPLOAD_SUFFIXES = {".json", ".py", ".zip"}
+
+# Built-in baselines run by the server (``manage.py run_quackie_baselines``) are submissions
+# of this system account; boards mark them as baselines.
+BASELINES_USERNAME = "expbench-baselines"
 
 
 def submission_upload_path(instance, filename):
@@ -126,7 +131,7 @@ class Submission(models.Model):
 
     # Diagnostics run after the score is stored (the score never waits for them). Only
     # aggregates are kept here: they are what the entry page and the API show.
-    diagnostics_status = models.CharField(max_length=12, choices=DiagnosticsStatus.choices, blank=True)
+    diagnostics_status = models.CharField(max_length=12, choices=JobStatus.choices, blank=True)
     diagnostics = models.JSONField(default=dict, blank=True)
     # Last change of diagnostics_status and claimed runs: the reaper re-sends diagnostics whose
     # worker died (or whose message was lost) and gives up after SCORING_MAX_ATTEMPTS runs.
@@ -155,15 +160,3 @@ class Submission(models.Model):
     def team(self):
         profile = getattr(self.user, "profile", None)
         return (profile.team if profile and profile.team else "") or self.user.username
-
-    def transition(self, new_status, **fields):
-        """Move to ``new_status`` if legal from the status this instance holds, updating the row
-        only if nobody else moved it meanwhile. Returns True when this call made the change."""
-        if new_status not in LEGAL_TRANSITIONS[Status(self.status)]:
-            raise IllegalTransition(f"{self.status} -> {new_status}")
-        updated = Submission.objects.filter(pk=self.pk, status=self.status).update(status=new_status, **fields)
-        if updated:
-            self.status = new_status
-            for name, value in fields.items():
-                setattr(self, name, value)
-        return bool(updated)

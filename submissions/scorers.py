@@ -10,8 +10,9 @@ import math
 import sys
 from dataclasses import dataclass, field
 
-from scoring.metrics import classification, expmrc
-from scoring.strict_json import InvalidPredictions, load_json_object, show
+from scoring.analysis import skills
+from scoring.metrics import checklist, classification, expmrc, quackie
+from scoring.strict_json import InvalidPredictions, JsonObject, load_json_object, parse_id_to_string, show
 
 __all__ = ["InvalidPredictions", "ScoredRun", "scorer_for"]
 
@@ -56,7 +57,7 @@ class ClassificationScorer:
 
 class SkillsScorer:
     """A skill submission: {"original": {...}, "s1": {...}, ...}, each an ExpMRC prediction
-    object for the original hidden set or one reconstructed variant (seed 000). A variant
+    object for the original hidden set or one reconstructed variant (InDepth-Eva-MRC, Wu et al., 2022). A variant
     that is absent is "not submitted", not zero. The score is the original's; the per-skill
     F1 gaps with paired bootstrap CIs go to ``details``."""
 
@@ -91,8 +92,6 @@ class SkillsScorer:
     def refusal(self, refused, test_set, variants):
         """Why sections cannot be scored: a skill not defined for the task's language, not
         configured (s6) or without a variant is named as such, anything else is unknown."""
-        from scoring.analysis import skills
-
         task = test_set.task
         languages = dict(type(task).LANGUAGE_CHOICES)
         stored = dict(test_set.skill_variants.values_list("skill", "status"))
@@ -115,8 +114,6 @@ class SkillsScorer:
         return f"section {'; section '.join(reasons)}; sections this task accepts: {allowed}"
 
     def score(self, task, test_set, predictions):
-        from scoring.analysis import skills
-
         original = expmrc.score_predictions(test_set.gold, predictions["original"])
         variants = self.variants(test_set)
         variant_f1 = {}
@@ -144,14 +141,10 @@ class ChecklistScorer:
     version = "checklist-1"
 
     def parse(self, raw, test_set, *, max_bytes):
-        from scoring.strict_json import parse_id_to_string
-
         return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
                                   expected='{"<item id>": "<answer>"}')
 
     def score(self, task, test_set, predictions):
-        from scoring.metrics import checklist
-
         suite = test_set.gold
         passed = [outcome == "pass" for test in checklist.case_outcomes(suite, predictions) for outcome in test]
         details = checklist.score_checklist(suite, predictions)
@@ -165,7 +158,7 @@ class ChecklistScorer:
 
 
 class InterpretationScorer:
-    """QUACKIE score files {sample_id: [one float per frozen sentence]} (SPEC §6): official
+    """QUACKIE score files {sample_id: [one float per frozen sentence]} (docs/metrics.md#quackie): official
     IoU/HPD/SNR on the binarised top-1 vector plus the extended raw-score columns; a sample
     whose list has the wrong length, holds NaN or is missing is a counted fail.
 
@@ -180,13 +173,9 @@ class InterpretationScorer:
     COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
 
     def parse(self, raw, test_set, *, max_bytes):
-        from scoring.metrics import quackie
-
         return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
 
     def score(self, task, test_set, predictions):
-        from scoring.metrics import quackie
-
         result = quackie.score(test_set.gold, predictions)
         # Largest item value whose x100 sum over every item stays a finite double.
         limit = sys.float_info.max / (100.0 * max(result["n"], 1))
@@ -218,8 +207,6 @@ def _finite_or_none(value, limit=sys.float_info.max):
 
 def _plain(pairs):
     """A JsonObject (list of pairs, duplicates kept) back to plain JSON values."""
-    from scoring.strict_json import JsonObject
-
     if isinstance(pairs, JsonObject):
         return {key: _plain(value) for key, value in pairs}
     if isinstance(pairs, list):

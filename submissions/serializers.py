@@ -26,7 +26,8 @@ class SubmissionSerializer(serializers.ModelSerializer):
         # Never item_scores: per-question results of hidden splits stay on the server.
         fields = [
             "id", "task", "test_set_version", "kind", "method_name", "team", "description", "url", "public",
-            "status", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered", "attempts", "scorer_version",
+            "status", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered", "attempts",
+            "scorer_version",
             "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
         ]
         read_only_fields = [f for f in fields if f not in ("method_name", "description", "url", "public")]

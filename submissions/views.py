@@ -1,3 +1,5 @@
+import copy
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -6,8 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from benchmark.models import Task
+from core.jobs import WAITING
 
-from . import services
+from . import intake
 from .forms import PredictionUploadForm
 from .models import Status, Submission
 
@@ -15,19 +18,19 @@ from .models import Status, Submission
 @login_required
 def submit(request, slug):
     task = get_object_or_404(Task, slug=slug)
-    quota = services.quota_status(request.user, task)
+    quota = intake.quota_status(request.user, task)
     rejected = None
     if request.method == "POST":
         form = PredictionUploadForm(request.POST, request.FILES, task=task)
         if form.is_valid():
             data = form.cleaned_data
             try:
-                submission = services.submit(
+                submission = intake.submit(
                     user=request.user, task=task, uploaded_file=data["file"], method_name=data["method_name"],
                     description=data["description"], url=data["url"], public=data["public"],
                     kind=data.get("kind") or Submission.PREDICTIONS,
                 )
-            except services.SubmissionRefused as exc:
+            except intake.SubmissionRefused as exc:
                 form.add_error(None, exc.message)
             else:
                 if submission.status == Status.REJECTED:
@@ -60,7 +63,7 @@ def visible_submission(request, pk):
 def present_diagnostics(diagnostics):
     """Display-ready copy of the stored diagnostics: ordered group rows for charts, readable
     cue names and label distributions. The stored JSON stays as the API returns it."""
-    import copy
+
 
     d = copy.deepcopy(diagnostics or {})
     for test in (d.get("question_types") or {}).get("categorical", {}).get("tests", []):
@@ -109,7 +112,7 @@ def detail(request, pk):
         "ahead": ahead,
         "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],
         "is_owner": submission.user_id == getattr(request.user, "id", None),
-        "refresh": not submission.is_terminal or submission.diagnostics_status in ("pending", "running"),
+        "refresh": not submission.is_terminal or submission.diagnostics_status in WAITING,
         "diagnostics": present_diagnostics(submission.diagnostics),
         "details": present_details(submission.details),
     })
@@ -133,9 +136,9 @@ def owned(request, pk):
 def cancel(request, pk):
     submission = owned(request, pk)
     try:
-        services.cancel(submission)
+        intake.cancel(submission)
         messages.success(request, "Submission cancelled.")
-    except services.SubmissionRefused as exc:
+    except intake.SubmissionRefused as exc:
         messages.error(request, exc.message)
     return redirect(submission)
 
@@ -146,22 +149,6 @@ def toggle_public(request, pk):
     submission = owned(request, pk)
     submission.public = not submission.public
     submission.save(update_fields=["public"])
-    messages.success(request, "Shown on the public leaderboard." if submission.public else "Hidden from the leaderboard.")
+    messages.success(request, "Shown on the public leaderboard." if submission.public
+                     else "Hidden from the leaderboard.")
     return redirect(submission)
-
-
-def compare_page(request):
-    from .compare import CompareError, compare, visible_submission
-
-    context = {"a_id": request.GET.get("a", ""), "b_id": request.GET.get("b", "")}
-    if context["a_id"] or context["b_id"]:
-        try:
-            a = visible_submission(request.user, context["a_id"])
-            b = visible_submission(request.user, context["b_id"])
-            if a.task.kind != b.task.kind:
-                raise CompareError("the two entries belong to tasks of different kinds")
-            context["result"] = compare(a, b)
-        except CompareError as exc:
-            context["error"] = str(exc)
-            return render(request, "submissions/compare.html", context, status=400)
-    return render(request, "submissions/compare.html", context)

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 
 from accounts.models import Profile
-from benchmark.test_sets import import_expmrc
+from benchmark.importers import import_expmrc
 
 FIXTURES = Path(settings.BASE_DIR) / "benchmark" / "fixtures" / "expmrc"
 SHARED_EXPMRC = Path(settings.SHARED_DATA_DIR) / "expmrc"

@@ -1,4 +1,4 @@
-"""Hidden means hidden (SPEC §11): with the four fixture tasks imported as hidden test sets and
+"""Hidden means hidden (docs/diagnostics.md#hidden-splits-what-is-never-shown): with the four fixture tasks imported as hidden test sets and
 submissions in every state, no API response, page, error message or log line carries a gold
 answer or evidence, and per-question results never leave the server.
 
@@ -16,13 +16,21 @@ from django.urls import NoReverseMatch, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from scoring.metrics import expmrc
-from submissions.models import ErrorCategory, Status, Submission
 from benchmark import skill_sets
 from benchmark.models import SkillVariant
+from scoring.metrics import expmrc
+from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import compute_diagnostics, score_submission
-from tests.factories import (FIXTURE_TASKS, fixture_gold, gold_answers_and_evidence, make_task, make_user,
-                             perfect_predictions, token_for, upload_file)
+from tests.factories import (
+    FIXTURE_TASKS,
+    fixture_gold,
+    gold_answers_and_evidence,
+    make_task,
+    make_user,
+    perfect_predictions,
+    token_for,
+    upload_file,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ given ``seed``.
 this is the classification bias; for the QA model a segment mark (token type) and a ``[SEP]``
 mark are planted in the embeddings, the random layers are damped so the marks survive, and the
 start logits follow the segment, the end logits ``[SEP]``: with ``True`` almost all span mass
-starts in the context and ends on the final ``[SEP]`` (reference quackie.md §5), with ``False``
+starts in the context and ends on the final ``[SEP]`` (docs/quackie_models.md: P(answer) as the official QUACKIE code computes it), with ``False``
 it starts in the question. The outputs still depend on the words (random encoder and head), so
 gradients and perturbation methods get non-trivial input. With ``None`` the random QA model
 usually says "not answerable" (near-uniform logits give P(answer) of about half the squared

@@ -1,5 +1,5 @@
-"""ICQ ("I-See-Cue") statistical cue profiling (Huang & Zhu, Findings of EMNLP 2023), as fixed
-by SPEC §8. Pure Python, no Django.
+"""ICQ ("I-See-Cue") statistical cue profiling (Huang & Zhu, Findings of EMNLP 2023), as defined
+in docs/diagnostics.md#icq-cue-profiling. Pure Python, no Django.
 
 Vocabulary
     R  the reference split (training data, or a public dev split) with gold labels;
@@ -32,6 +32,12 @@ Model probing (per submission)
 Feature extraction runs once per instance: pass a :class:`FeatureIndex` (from
 :func:`build_index`) instead of a list of instances to reuse it, and per-text results are
 memoised in :mod:`scoring.analysis.features` as well.
+
+Why this module is long: it is one statistical pipeline whose parts share the same vocabulary
+(instances, the feature index, label sets, the MIN_COUNT rule): input rows, the index, cue
+discovery and the two model probes. Kept together, every definition of
+docs/diagnostics.md#icq-cue-profiling can be checked against the code in one place; the feature
+extractors, the other large part, already live in :mod:`scoring.analysis.features`.
 """
 from __future__ import annotations
 

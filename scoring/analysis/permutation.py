@@ -1,6 +1,7 @@
-"""Permutation tests of correctness against item categories (seed 003, SPEC §8).
+"""Permutation tests of correctness against item categories (Luo, 2022), as defined in
+docs/diagnostics.md#question-types.
 
-Seed 003 shuffles the category labels of the items a million times and recomputes a statistic
+Luo (2022) shuffles the category labels of the items a million times and recomputes a statistic
 each time. With group sizes fixed and the number of correct items K fixed, a shuffle only
 matters through how many correct items land in each group, and that vector of counts follows a
 multivariate hypergeometric distribution (drawing K items without replacement from an urn with
@@ -10,7 +11,7 @@ permutations take a few tens of milliseconds, 1,000,000 well under a second.
 
 p-values count the observed arrangement as one of the permutations,
 p = (1 + #{permuted statistic >= observed}) / (1 + B), which is never 0 and keeps the test
-valid at any B (Phipson & Smyth 2010; scipy.stats.permutation_test does the same). Seed 003
+valid at any B (Phipson & Smyth 2010; scipy.stats.permutation_test does the same). Luo (2022)
 reports the bare share #{...} / B; the difference is at most 1 / (B + 1).
 """
 from __future__ import annotations
@@ -61,9 +62,9 @@ def _group_table(labels: list[str], outcome: np.ndarray) -> tuple[list[str], np.
 
 
 def _tvd(correct_counts: np.ndarray, sizes: np.ndarray, overall: float) -> np.ndarray:
-    """Seed 003 eq. (4), one value per row of counts: 1/2 sum_i |X_i - mu| with X_i the share
+    """Luo (2022) eq. (4), one value per row of counts: 1/2 sum_i |X_i - mu| with X_i the share
     correct in group i and mu the share correct over all items. Note the groups are not
-    weighted by size (as in the seed), so the value can exceed 1 with many groups."""
+    weighted by size (as in the paper), so the value can exceed 1 with many groups."""
     return 0.5 * np.abs(correct_counts / sizes - overall).sum(axis=-1)
 
 
@@ -82,7 +83,7 @@ def categorical_test(
     n_permutations: int = 100_000,
     seed: int = 0,
 ) -> dict:
-    """Does correctness depend on the category? (seed 003 §3.2)
+    """Does correctness depend on the category? (Luo, 2022, §3.2)
 
     Statistic: TVD = 1/2 sum_i |X_i - mu| over the groups present (X_i: proportion correct in
     group i, mu: proportion correct overall). Null: group labels shuffled among items, drawn
@@ -135,7 +136,7 @@ def one_vs_rest_tests(
     alpha: float = 0.05,
     exclude: Collection[str] = (),
 ) -> dict:
-    """Is a category answered worse than the rest? (seed 003 §3.3)
+    """Is a category answered worse than the rest? (Luo, 2022, §3.3)
 
     For every group with at least ``min_items`` items (and at least one item outside it), except
     the groups named in ``exclude`` (a pool of unrelated small groups is no category to test;
@@ -188,9 +189,9 @@ def one_vs_rest_tests(
 def tertile_bins(lengths: Sequence[int]) -> tuple[list[str], list[int]]:
     """Three length bins cut at the data's tertiles (rounded to whole characters).
 
-    Seed 003 cut question lengths at 45/75 and context lengths at 500/1000 characters, read off
+    Luo (2022) cut question lengths at 45/75 and context lengths at 500/1000 characters, read off
     SQuAD histograms; on other data (Chinese questions are ~15 characters) fixed cuts leave
-    bins empty. Tertiles keep seed 003's three bins and give each one data (bins only depend on
+    bins empty. Tertiles keep the paper's three bins and give each one data (bins only depend on
     the lengths, never on correctness, so the permutation test stays valid). Equal cut points
     (many tied lengths) merge bins. Returns (label of each item, cut points used); labels read
     "0-44", "45-74", "75+".
@@ -219,7 +220,7 @@ def question_type_report(
     min_group_size: int | None = None,
     type_aliases: Mapping[str, str] | None = None,
 ) -> dict:
-    """Seed 003 for one submission: is correctness related to question type, question length
+    """Luo (2022) for one submission: is correctness related to question type, question length
     or context length, and which question types are answered worse than the rest?
 
     - question type: ``question_types.question_type`` (first wh-word; Chinese interrogatives);

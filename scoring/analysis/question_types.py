@@ -1,8 +1,8 @@
 """Question type (first interrogative word) and length-bin labels for diagnostics.
 
-The word lists live in ``resources/question_types.json`` (a copy of the shared
-``data/icq/question_types.json``), used by the question-type permutation tests (seed 003) and
-the linguistic-bias subsets (seed 000).
+The word lists live in ``resources/question_types.json``; they are used by the question-type
+permutation tests (Luo, 2022; docs/diagnostics.md#question-types) and the linguistic-bias subsets
+(Wu et al., 2022; docs/diagnostics.md#linguistic-bias).
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import math
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
 from scoring import RESOURCES_DIR
@@ -65,7 +64,7 @@ def length_bin(n: int, width: int, cap: int | None = None) -> str:
 
     Bins start at multiples of ``width`` and the label gives both inclusive ends ("0-49",
     "50-99", ...); with width 1 the label is the count itself ("3"). With ``cap``, every count
-    from ``cap`` up shares one open bin "<cap>+" (seed 000's "600->+inf"), and the bin just
+    from ``cap`` up shares one open bin "<cap>+" (the "600->+inf" of Wu et al., 2022), and the bin just
     below ends at ``cap - 1`` when the cap is not a multiple of the width. Sort labels with
     ``bin_sort_key``, not alphabetically ("100-149" < "50-99" as strings).
     """
@@ -87,8 +86,9 @@ SMALL_GROUPS = "other (small groups)"
 
 
 def pool_small_groups(labels: Sequence[str | None], min_size: int) -> tuple[list[str | None], list[str], bool]:
-    """Relabel items so that no published group is smaller than ``min_size`` (SPEC §8, hidden
-    splits: a group of one question would reveal that question's outcome).
+    """Relabel items so that no published group is smaller than ``min_size`` (hidden splits,
+    docs/diagnostics.md#hidden-splits-what-is-never-shown: a group of one question would reveal
+    that question's outcome).
 
     Groups with fewer than ``min_size`` items get the label ``SMALL_GROUPS``. The pool is
     published as one group only when it has ``min_size`` items itself; items labelled None

@@ -1,7 +1,8 @@
-"""CheckList SQuAD suite (external skill-based analysis of seed 000, SPEC §9).
+"""CheckList SQuAD suite (Ribeiro et al., 2020): the "External Skill-based Analysis" of
+InDepth-Eva-MRC (Wu et al., 2022). Definitions: docs/metrics.md#checklist.
 
 Pure functions over plain data (no Django). The suite is the JSON export
-``checklist_squad_suite.json.gz`` (reference ``icq_skills.md`` §2.4):
+``checklist_squad_suite.json.gz`` of the released suite (decoded without running its pickle):
 ``{"tests": [{"name", "type": "MFT"|"INV", "capability", "expect", "agg_fn", "n_cases",
 "cases": [{"items": [{"context", "question", "label"?}], "meta"?}]}]}``.
 
@@ -44,7 +45,7 @@ EXPECT_INV, EXPECT_INV_REPLACED = "inv", "inv_same_after_replacement"
 _KNOWN_EXPECT = {MFT: {EXPECT_EQ, EXPECT_SQUAD}, INV: {EXPECT_INV, EXPECT_INV_REPLACED}}
 
 # BERT-base failure rates (percent) of the CheckList paper (Ribeiro et al., ACL 2020, Table 3),
-# also recomputed from the pass flags stored in the released suite (reference icq_skills.md §2.4).
+# also recomputed from the pass flags stored in the released suite (docs/metrics.md#checklist).
 BERT_FAILURE_RATES = {
     "A is COMP than B. Who is more / less COMP?": 20.0,
     "Intensifiers (very, super, extremely) and reducers (somewhat, kinda, etc)?": 91.3,

@@ -1,9 +1,9 @@
 """ExpMRC scorer: answer + evidence F1, identical to the official ``eval_expmrc.py``.
 
-Pure functions over plain dicts (no Django). Behaviour follows
-``shared/reference/expmrc.md`` §5 exactly, including its quirks (§7); uploads are validated
-more strictly than the official script does (SPEC §5), and no error message ever carries gold
-text, only paths, ids and field names.
+Pure functions over plain dicts (no Django). Behaviour follows the official script of ExpMRC
+(Cui et al., 2022) exactly, including its quirks (docs/metrics.md#expmrc); uploads are validated
+more strictly than the official script does (docs/metrics.md#expmrc, "Validation"), and no error
+message ever carries gold text, only paths, ids and field names.
 """
 from __future__ import annotations
 
@@ -12,13 +12,11 @@ import re
 import string
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 from nltk.tokenize import word_tokenize
 
 import scoring.tokenization  # noqa: F401  (the vendored Punkt model, never a download)
-
 from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
     JSON_TYPE_NAMES,
     SURROGATE,
@@ -29,7 +27,6 @@ from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of 
     load_json_object,
     show,
 )
-
 
 SPAN, MULTICHOICE = "span", "multichoice"
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
@@ -199,7 +196,8 @@ def _span_questions(data: list):
                 if not answers:
                     raise InvalidGold(f"{qa_path}.answers must not be empty")
                 # answer_start is ignored by the scorer (11 CMRC answers carry -1): not checked.
-                texts = tuple(_field(answer, "text", str, path) for path, answer in _objects(answers, f"{qa_path}.answers"))
+                texts = tuple(_field(answer, "text", str, path)
+                              for path, answer in _objects(answers, f"{qa_path}.answers"))
                 evidences = _strings(_field(qa, "evidences", list, qa_path), f"{qa_path}.evidences", non_empty=True)
                 yield f"{qa_path}.id", _GoldQuestion(key, texts, evidences)
 
@@ -303,7 +301,7 @@ def key_spec(gold: dict) -> KeySpec:
 # --------------------------------------------------------------------------- predictions
 
 def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, dict]:
-    """Validate an uploaded prediction file (SPEC §5) and return ``{key: {"answer", "evidence"}}``.
+    """Validate an uploaded prediction file (docs/metrics.md#expmrc) and return ``{key: {"answer", "evidence"}}``.
 
     Missing keys are allowed (they score 0); extra fields inside an entry are ignored and dropped.
     """
@@ -328,7 +326,8 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
     problems = Problems(text)
     for index, (key, value) in enumerate(document):
         if not isinstance(value, JsonObject):
-            problems.add(index, f'{show(key)}: entry is {json_type(value)}, expected an object with "answer" and "evidence"')
+            problems.add(index, f'{show(key)}: entry is {json_type(value)}, '
+                                'expected an object with "answer" and "evidence"')
             continue
         fields = dict(value)
         entry = {}

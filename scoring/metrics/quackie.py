@@ -1,10 +1,10 @@
 """QUACKIE scorer: ground truth construction and the official interpretability metrics.
 
-Pure functions over plain Python / numpy values (no Django). Behaviour follows
-``shared/reference/quackie.md`` exactly:
+Pure functions over plain Python / numpy values (no Django). Behaviour follows the official
+QUACKIE code (Rychener et al., 2020) exactly; the definitions are in docs/metrics.md#quackie:
 
 - sentences come from NLTK Punkt English ``sent_tokenize`` (the vendored ``punkt_tab`` model,
-  put on ``nltk.data.path`` by importing :mod:`scoring.metrics.expmrc`, done lazily; nothing is
+  put on ``nltk.data.path`` by importing :mod:`scoring.tokenization`, done lazily; nothing is
   downloaded);
 - the ground-truth sentence of an answer comes from the official ``findanswer`` character
   arithmetic, which assumes one separator character between sentences: extra whitespace
@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from scoring.stats import bootstrap_cis
 from scoring.strict_json import (
     InvalidJson,
     InvalidPredictions,
@@ -68,10 +69,11 @@ def split_sentences(context: str) -> list[str]:
     """``nltk.sent_tokenize(context)`` with the English Punkt model, as the official code.
 
     NLTK is imported on first use (scoring alone never needs it); importing
-    :mod:`scoring.metrics.expmrc` puts the vendored model first on ``nltk.data.path``."""
-    import nltk
+    :mod:`scoring.tokenization` puts the vendored model first on ``nltk.data.path``."""
+    # NLTK loads on first use only: scoring a score file never needs it.
+    import nltk  # noqa: PLC0415
 
-    import scoring.tokenization  # noqa: F401
+    import scoring.tokenization  # noqa: F401, PLC0415
 
     return nltk.sent_tokenize(context, language="english")
 
@@ -295,7 +297,7 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
 
     Returns ``{"fail", "candidate", "iou", "hpd", "snr", "hpd_rank", "snr_raw"}``; ``candidate``
     is the index of the GT candidate used (best Jaccard against the binarised scores, first on
-    ties). Scores of the wrong length, NaN scores (SPEC §6) or not a flat sequence of numbers
+    ties). Scores of the wrong length, NaN scores (docs/metrics.md#quackie) or not a flat sequence of numbers
     fail: every metric is None. ``snr`` / ``snr_raw`` are None when undefined (no rest, a
     constant rest, or a ratio that is not a finite double: see :func:`_snr`); ``snr_raw`` also
     when a score is infinite. Every number returned is finite.
@@ -309,8 +311,9 @@ def sample_metrics(scores: Sequence[float] | np.ndarray, gt_candidates) -> dict:
     if pred.ndim != 1 or pred.shape[0] != candidates.shape[1]:
         return dict(_FAILED)
     if np.isnan(pred).any():
-        # SPEC §6 (wins over the official code, which would score nothing selected): NaN
-        # scores mean the interpretation failed, so the sample is excluded and counted.
+        # ExpBench's rule (docs/metrics.md#quackie, a deliberate deviation from the official code,
+        # which would score nothing selected): NaN scores mean the interpretation failed, so the
+        # sample is excluded and counted.
         return dict(_FAILED)
     binary = binarise_top1(pred)
     if len(candidates) == 1:
@@ -389,8 +392,6 @@ def bootstrap_intervals(result: Mapping, *, n_resamples: int = 1000, confidence:
     """Percentile bootstrap CIs (fractions) of the means of ``IoU``, ``HPD``, ``SNR``,
     ``HPD_rank`` and ``SNR_raw`` over the samples where each is defined. Metrics defined on the
     same samples share their resamples (IoU and HPD always do). None where no sample counts."""
-    from scoring.stats import bootstrap_cis
-
     columns = {"IoU": "iou", "HPD": "hpd", "SNR": "snr", "HPD_rank": "hpd_rank", "SNR_raw": "snr_raw"}
     rows = result["per_sample"]
     groups: dict[tuple[int, ...], dict[str, list[float]]] = {}

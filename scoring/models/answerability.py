@@ -94,7 +94,7 @@ def _batches(items, size):
 def evaluate_pairs(network, tokenizer, pairs: Sequence[Pair], *, max_length: int,
                    batch_size: int = 32) -> dict:
     """Accuracy (and per-label accuracy) of ``network`` on labelled pairs."""
-    import torch
+    import torch  # noqa: PLC0415  (heavy: training and evaluation only)
 
     if not pairs:
         return {"accuracy": None, "accuracy_answerable": None, "accuracy_unanswerable": None}
@@ -132,10 +132,10 @@ def train_classifier(base_path, pairs: Sequence[Pair], out_dir, *, max_length: i
     ``progress(step, total_steps, loss)`` is called after every optimisation step.
     Returns ``{"held_out_accuracy", "n_train", "n_held_out", "steps", "seconds", ...}``.
     """
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    import torch  # noqa: PLC0415  (heavy: training and evaluation only)
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer  # noqa: PLC0415
 
-    from scoring.models.hosted_model import quiet_transformers
+    from scoring.models.hosted_model import quiet_transformers  # noqa: PLC0415  (imports torch)
 
     started = time.perf_counter()
     torch.manual_seed(seed)

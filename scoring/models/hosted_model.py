@@ -1,4 +1,4 @@
-"""Hosted models with the official QUACKIE wrapper interface (reference quackie.md §2, §5).
+"""Hosted models with the official QUACKIE wrapper interface (Rychener et al., 2020; docs/quackie_models.md).
 
 Pure torch + transformers, no Django. A hosted model is either
 
@@ -47,7 +47,7 @@ def default_batch_size(kind: str) -> int:
 @contextlib.contextmanager
 def quiet_transformers():
     """Silence transformers' progress bars and info/warning logs (loading, saving) for a while."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415  (heavy: see load_hosted_model)
 
     bars = hf_logging.is_progress_bar_enabled()
     verbosity = hf_logging.get_verbosity()
@@ -233,8 +233,8 @@ class HostedModel:
 def load_hosted_model(path, kind: str, *, device="cpu", batch_size: int | None = None) -> HostedModel:
     """Load a local model directory as a ``HostedModel`` (never downloads). ``batch_size``
     defaults to :func:`default_batch_size` (2 for QA models, as the official baselines)."""
-    from transformers import (AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
-                              AutoTokenizer)
+    # transformers takes seconds to import: only a process that loads a model pays for it.
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer  # noqa: PLC0415
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")

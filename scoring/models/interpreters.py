@@ -1,4 +1,4 @@
-"""QUACKIE baseline interpreters (reference quackie.md §6) over a ``HostedModel``.
+"""QUACKIE baseline interpreters (Rychener et al., 2020; docs/quackie_models.md) over a ``HostedModel``.
 
 ``interpret(name, model, question, context, sentences, seed=0)`` returns one float per frozen
 sentence, higher = more important. Names follow the official ``results.json`` rows:
@@ -38,6 +38,8 @@ from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
+from nltk import word_tokenize
+from nltk.tokenize import NLTKWordTokenizer
 
 import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model on nltk.data.path)
 
@@ -122,8 +124,6 @@ def aggregate(token_scores: Sequence[float], token_sentence: Sequence[int], n_se
 def words_to_sentences(weights: dict[str, float], sentences: Sequence[str], how: str, *,
                        lowercase_keys: bool = False) -> list[float]:
     """Sentence scores from word weights over ``nltk.word_tokenize(sentence)`` tokens."""
-    from nltk import word_tokenize
-
     result = []
     for sentence in sentences:
         tokens = word_tokenize(sentence) if sentence.strip() else []
@@ -136,7 +136,7 @@ def words_to_sentences(weights: dict[str, float], sentences: Sequence[str], how:
 
 @contextlib.contextmanager
 def _seeded_torch(seed: int):
-    import torch
+    import torch  # noqa: PLC0415  (heavy: gradient methods only)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -178,8 +178,8 @@ def token_attributions(method: str, model, question: str, context: str, *, seed:
     """(scores, offsets) for the context tokens: captum attribution summed over hidden dims.
 
     ``method`` is ``gradient``, ``integrated_gradients`` or ``smoothgrad``."""
-    import torch
-    from captum.attr import IntegratedGradients, NoiseTunnel, Saliency
+    import torch  # noqa: PLC0415  (heavy: gradient methods only)
+    from captum.attr import IntegratedGradients, NoiseTunnel, Saliency  # noqa: PLC0415
 
     encoding = model.encode(question, context, offsets=True)
     sequence_ids = encoding.sequence_ids(0)
@@ -224,7 +224,7 @@ def gradient_explanation(method: str, model, question, context, sentences, *, se
 def lime_word_weights(model, question: str, context: str, n_samples: int, *,
                       seed: int = 0) -> dict[str, float]:
     """LIME weights of the (at most 10) selected words for label 1 = answerable."""
-    from lime.lime_text import LimeTextExplainer
+    from lime.lime_text import LimeTextExplainer  # noqa: PLC0415  (heavy: LIME only)
 
     if not _WORD.search(context):
         return {}
@@ -241,8 +241,6 @@ def lime_explanation(n_samples: int, model, question, context, sentences, *, see
 
 def _word_occurrences(context: str, sentences: Sequence[str]) -> list[tuple[int, int]]:
     """Character spans of the non-punctuation NLTK word tokens of the context, in order."""
-    from nltk.tokenize import NLTKWordTokenizer
-
     tokenizer = NLTKWordTokenizer()
     spans = []
     for (start, end) in sentence_spans(context, sentences):
@@ -260,7 +258,7 @@ def shap_word_weights(model, question: str, context: str, sentences: Sequence[st
     """Kernel SHAP values of P(answer) for the unique lower-cased words of the context."""
     with warnings.catch_warnings():  # shap's import warns about matplotlib colormap APIs
         warnings.simplefilter("ignore")
-        import shap
+        import shap  # noqa: PLC0415  (heavy: SHAP only)
 
     occurrences = _word_occurrences(context, sentences)
     features = sorted({context[a:b].lower() for a, b in occurrences})
@@ -288,7 +286,7 @@ def shap_word_weights(model, question: str, context: str, sentences: Sequence[st
         matrix = np.atleast_2d(matrix)
         return _unique_predict(model, question, [text_for(row) for row in matrix])[:, 1]
 
-    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.exceptions import ConvergenceWarning  # noqa: PLC0415  (heavy: LIME/SHAP only)
 
     m = len(features)
     with _seeded_numpy(sample_seed(seed, question)), warnings.catch_warnings():

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from benchmark.importers import import_checklist
 from benchmark.models import Task
-from benchmark.test_sets import import_checklist
 from submissions.tasks import score_submission
 from tests.factories import make_user, token_for, upload_file
 from tests.scoring.test_checklist import inv, mft

@@ -1,4 +1,4 @@
-"""NLI-style classification tasks (SPEC §8): `manage.py import_classification` for the hidden
+"""NLI-style classification tasks (docs/diagnostics.md#icq-cue-profiling): `manage.py import_classification` for the hidden
 test split and the reference split, hidden labels, API uploads scored by accuracy, and the ICQ
 cue table and per-entry ICQ tests against the reference split."""
 import io
@@ -124,7 +124,7 @@ def test_the_icq_distribution_test_is_drawn_as_grouped_bars(nli_task):
     test_set = nli_task.current_test_set()
     discover_cues(test_set.pk)
     user = make_user()
-    from submissions.services import submit_predictions
+    from submissions.intake import submit_predictions
 
     predictions = {row["id"]: row["label"] for row in rows("nli_predictions.jsonl")}
     sub = submit_predictions(user=user, task=nli_task, uploaded_file=upload_file(predictions), method_name="Cues")

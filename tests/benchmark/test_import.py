@@ -6,16 +6,16 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark.models import ReportedResult, Task
-from benchmark.models import TestSet as HiddenSet  # not "Test*": pytest would try to collect it
-from benchmark.quackie_tracks import import_quackie
-from benchmark.test_sets import (
+from benchmark.importers import (
     ImportRefused,
     import_checklist,
     import_classification,
     import_multichoice_reference,
     read_expmrc_json,
 )
+from benchmark.models import ReportedResult, Task
+from benchmark.models import TestSet as HiddenSet  # not "Test*": pytest would try to collect it
+from benchmark.quackie_tracks import import_quackie
 from tests.factories import FIXTURE_TASKS, FIXTURES, fixture_gold, make_task
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from benchmark import cues, jobs, quackie_tracks, skill_sets
 from benchmark.models import SkillVariant, Track
 from benchmark.models import TestSet as StoredTestSet
 from benchmark.tasks import build_skill_sets, compute_track_inclusion, discover_cues
-from tests.tiny_models import build_tiny_classifier
 from tests.factories import make_task, make_track
+from tests.tiny_models import build_tiny_classifier
 
 pytestmark = pytest.mark.django_db
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -86,7 +86,7 @@ def test_two_jobs_writing_one_test_set_keep_each_others_parts():
 @pytest.fixture
 def pending_track(tmp_path):
     _, track = make_track(build_tiny_classifier(tmp_path / "clf", answerable=True), slug="tiny", name="Tiny")
-    assert track.status == Track.PENDING
+    assert track.status == Track.QUEUED
     return track
 
 
@@ -97,10 +97,10 @@ def test_an_inclusion_run_whose_worker_died_is_sent_again(pending_track, setting
     assert jobs.reap_stuck()["tracks_resent"] == 0
     with django_capture_on_commit_callbacks(execute=False) as sent:
         assert jobs.reap_stuck(now=after_lease(settings))["tracks_resent"] == 1
-    assert len(sent) == 1 and Track.objects.get(pk=pending_track.pk).status == Track.PENDING
+    assert len(sent) == 1 and Track.objects.get(pk=pending_track.pk).status == Track.QUEUED
     assert "samples included" in compute_track_inclusion(pending_track.pk)
     track = Track.objects.get(pk=pending_track.pk)
-    assert track.status == Track.READY and track.attempts == 2 and track.n_included > 0
+    assert track.status == Track.DONE and track.attempts == 2 and track.n_included > 0
     assert jobs.reap_stuck(now=after_lease(settings))["tracks_resent"] == 0
 
 

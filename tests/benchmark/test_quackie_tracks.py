@@ -12,13 +12,13 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from benchmark import quackie_tracks
+from benchmark.importers import ImportRefused
 from benchmark.models import Task, Track
 from benchmark.models import TestSet as StoredTestSet
-from benchmark.test_sets import ImportRefused
-from tests.tiny_models import build_tiny_classifier
 from submissions.models import Submission
 from submissions.tasks import score_submission
 from tests.factories import make_track, make_user, token_for, upload_file
+from tests.tiny_models import build_tiny_classifier
 
 pytestmark = pytest.mark.django_db
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,12 +33,12 @@ def track(tmp_path):
     model_dir = build_tiny_classifier(tmp_path / "clf", answerable=True)
     model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification", path=model_dir)
     track = quackie_tracks.create_track(iset, model)
-    assert track.task.slug == "quackie-small-tiny" and track.status == Track.PENDING
+    assert track.task.slug == "quackie-small-tiny" and track.status == Track.QUEUED
     progress = []
     included = quackie_tracks.compute_inclusion(track, batch_size=2, progress=lambda d, t: progress.append((d, t)))
     assert included == iset.n_samples and progress[-1] == (iset.n_samples, iset.n_samples)
     track.refresh_from_db()
-    assert track.status == Track.READY and track.n_included == included
+    assert track.status == Track.DONE and track.n_included == included
     return track
 
 
@@ -333,7 +333,7 @@ def test_a_sample_that_fails_is_a_counted_fail_not_the_end_of_the_run(track, tmp
 
 def test_create_track_is_idempotent_for_the_same_set_and_model(track):
     again = quackie_tracks.create_track(track.interpretation_set, track.hosted_model)
-    assert again.pk == track.pk and again.status == Track.READY
+    assert again.pk == track.pk and again.status == Track.DONE
 
 
 def test_a_slug_longer_than_a_task_slug_is_refused_not_truncated(tmp_path):
@@ -382,7 +382,7 @@ def test_a_new_version_of_the_set_moves_the_track_and_recomputes_its_inclusion(t
     path.write_text(json.dumps(squad), encoding="utf-8")
     v2, _ = quackie_tracks.import_quackie(path, name="small", version="2")
     moved = quackie_tracks.create_track(v2, track.hosted_model)
-    assert moved.pk == track.pk and moved.interpretation_set == v2 and moved.status == Track.PENDING
+    assert moved.pk == track.pk and moved.interpretation_set == v2 and moved.status == Track.QUEUED
     assert moved.total == v2.n_samples
     assert quackie_tracks.compute_inclusion(moved) == v2.n_samples
     current = track.task.current_test_set()

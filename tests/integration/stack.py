@@ -12,7 +12,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from submissions.client import Client
+from expbench_client.client import Client
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -15,7 +15,7 @@ def cli(stack, *args, token=None):
     env = {**os.environ, "EXPBENCH_URL": stack.url, "EXPBENCH_PASSWORD": "cli-password-77"}
     if token:
         env["EXPBENCH_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "submissions.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "expbench_client", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

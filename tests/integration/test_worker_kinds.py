@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from expbench_client.client import Client
 from scoring.analysis import skills
 from scoring.metrics import expmrc
-from submissions.client import Client
 
 from .conftest import FIXTURE_EXPMRC, SHARED_EXPMRC, assert_official, sample_and_expected
 from .stack import REPO

@@ -1,4 +1,4 @@
-"""ExpMRC scoring: official figures, tokenization quirks (reference/expmrc.md §5, §7), aggregation."""
+"""ExpMRC scoring: official figures, tokenization quirks (docs/metrics.md#expmrc), aggregation."""
 import json
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Upload validation (SPEC §5) and gold-file validation: every rule, with its message."""
+"""Upload validation (docs/metrics.md#expmrc) and gold-file validation: every rule, with its message."""
 import codecs
 import copy
 import json
@@ -88,7 +88,7 @@ def test_key_spec_round_trips_through_a_plain_dict():
         KeySpec.from_dict({"kind": "other", "keys": [], "option_letters": ""})
 
 
-# ----------------------------------------------------------------- rejections, in SPEC order
+# ----------------------------------------------------------------- rejections, in the order of docs/metrics.md#expmrc
 
 def test_file_over_the_size_limit():
     assert DEFAULT_MAX_BYTES == 50 * 1024 * 1024

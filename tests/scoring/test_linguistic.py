@@ -1,11 +1,17 @@
-"""Linguistic-bias analysis (seed 000): subsets, F1 per subset, variance."""
+"""Linguistic-bias analysis (InDepth-Eva-MRC, Wu et al., 2022): subsets, F1 per subset, variance."""
 import json
 
 import numpy as np
 import pytest
 
 from scoring.analysis.linguistic import (
-    character_length, count_syllables, flesch_kincaid_grade, linguistic_bias, word_frequencies, words)
+    character_length,
+    count_syllables,
+    flesch_kincaid_grade,
+    linguistic_bias,
+    word_frequencies,
+    words,
+)
 
 SHORT = "The sky is blue today."  # 5 words
 LONG = " ".join(["word"] * 59) + "."  # 59 words

@@ -1,4 +1,4 @@
-"""Question-type permutation tests (seed 003): TVD, one-vs-rest deltas, Bonferroni."""
+"""Question-type permutation tests (Luo 2022): TVD, one-vs-rest deltas, Bonferroni."""
 import json
 import math
 import time
@@ -86,7 +86,7 @@ def synthetic(n, seed, accuracies=(0.3, 0.6, 0.7, 0.8)):
 
 
 def row_shuffling_null(groups, correct, statistic, n_permutations, seed):
-    """Reference: shuffle the group labels of the rows, as seed 003 describes."""
+    """Reference: shuffle the group labels of the rows, as Luo (2022) describes."""
     rng = np.random.default_rng(seed)
     labels = np.asarray(groups)
     outcome = np.asarray(correct, dtype=float)

@@ -1,5 +1,5 @@
 """QUACKIE scorer: ground truth (findanswer with its whitespace drift), the official metrics on the
-binarised vector (every row of the closed-form table of reference/quackie.md §4), the extended
+binarised vector (every row of the closed-form table in docs/metrics.md#quackie), the extended
 metrics on raw scores, aggregation and score-file validation."""
 import copy
 import itertools
@@ -252,7 +252,7 @@ def test_single_sentence():  # IoU = HPD = 1, SNR NaN, whatever the (finite) sco
         assert_metrics(metrics([value], [1]), 1, 1, None)
 
 
-def test_nan_scores_are_a_fail():  # SPEC §6 (the official code would select nothing instead)
+def test_nan_scores_are_a_fail():  # docs/metrics.md#quackie (the official code would select nothing instead)
     for scores, gt in (([0.2, NAN, 0.9, 0.1], one_hot(4, 2)), ([NAN], [1])):
         result = metrics(scores, gt)
         assert result["fail"] is True

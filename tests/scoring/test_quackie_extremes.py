@@ -48,7 +48,7 @@ def test_huge_scores_do_not_overflow_the_means_inside_the_snr():
 
 
 def test_the_official_snr_on_the_binarised_vector_is_unchanged():
-    # Closed forms (reference quackie.md §4): hit with T = 2 of n = 5 gives (n-T)/(T-1) = 3,
+    # Closed forms (docs/metrics.md#quackie): hit with T = 2 of n = 5 gives (n-T)/(T-1) = 3,
     # a tie-free miss on n = 5 gives 1/(n-2).
     assert sample_metrics([9, 9, 1, 2, 3], one_hot(5, 0))["snr"] == pytest.approx(3, abs=1e-12)
     assert sample_metrics([1, 9, 3, 2, 0], one_hot(5, 0))["snr"] == pytest.approx(1 / 3, abs=1e-12)

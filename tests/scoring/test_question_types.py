@@ -2,7 +2,13 @@
 import pytest
 
 from scoring.analysis.question_types import (
-    SMALL_GROUPS, bin_sort_key, length_bin, pool_small_groups, question_type, value_bin)
+    SMALL_GROUPS,
+    bin_sort_key,
+    length_bin,
+    pool_small_groups,
+    question_type,
+    value_bin,
+)
 
 
 @pytest.mark.parametrize("question, expected", [

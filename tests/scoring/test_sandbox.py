@@ -1,4 +1,5 @@
-"""Code submissions: upload validation, reply validation and the sandboxed runner (SPEC §7).
+"""Code submissions: upload validation, reply validation and the sandboxed runner
+(docs/sandbox.md).
 
 The attacks live in test_sandbox_attacks.py. Runs here use a tiny random model; the bwrap runs
 are skipped (with the reason) only where bubblewrap is not installed, and fail instead when
@@ -15,8 +16,20 @@ from pathlib import Path
 import pytest
 
 from scoring import sandbox
-from scoring.sandbox import (InvalidCode, RunResult, SandboxLimits, SandboxUnavailable,
-                             check_submission_code, run_interpreter, validate_scores)
+from scoring.sandbox import (
+    InvalidCode,
+    RunResult,
+    SandboxLimits,
+    SandboxUnavailable,
+    availability,
+    check_submission_code,
+    job_dir,
+    layout,
+    run_interpreter,
+    validate_scores,
+)
+from scoring.sandbox.child_process import CappedBuffer
+from scoring.sandbox.limits import public_sample
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
 GOOD = b"def interpret(model, question, context):\n    return [1.0]\n"
@@ -144,18 +157,18 @@ def test_reply_validation(value, category):
 
 
 def test_only_public_fields_reach_the_sandbox():
-    message = sandbox._public_sample({"id": 7, "question": "q?", "context": "A. B.",
-                                      "sentences": ["A.", "B."], "gt_candidates": [[1, 0]],
-                                      "answer": "secret"})
+    message = public_sample({"id": 7, "question": "q?", "context": "A. B.",
+                             "sentences": ["A.", "B."], "gt_candidates": [[1, 0]],
+                             "answer": "secret"})
     assert message == {"id": "7", "question": "q?", "context": "A. B.",
                        "sentences": ["A.", "B."], "n_sentences": 2}
     with pytest.raises(ValueError, match="3 sentences but n_sentences = 2"):
-        sandbox._public_sample({"id": 1, "question": "q", "context": "c",
-                                "sentences": ["a", "b", "c"], "n_sentences": 2})
+        public_sample({"id": 1, "question": "q", "context": "c",
+                       "sentences": ["a", "b", "c"], "n_sentences": 2})
 
 
 def test_capped_stderr_keeps_head_and_tail():
-    buffer = sandbox._CappedBuffer(1000)
+    buffer = CappedBuffer(1000)
     buffer.add(b"HEAD" + b"a" * 5000)
     for _ in range(100):
         buffer.add(b"b" * 997 + b"END")
@@ -163,6 +176,42 @@ def test_capped_stderr_keeps_head_and_tail():
     assert text.startswith("HEAD") and text.endswith("END")
     assert "bytes of output dropped" in text
     assert len(text) < 1100
+
+
+# --------------------------------------------------------------------------- the jail's runtime
+
+def test_the_runtime_holds_the_child_and_the_scoring_subset_under_reserved_names(tmp_path):
+    job_dir.install_runtime(tmp_path)
+    top = sorted(path.name for path in tmp_path.iterdir())
+    assert top == sorted([layout.CHILD_FILE, layout.RUNTIME_PACKAGE])
+    assert (tmp_path / layout.CHILD_FILE).read_bytes() == job_dir.CHILD_SOURCE.read_bytes()
+    for name in layout.RUNTIME_MODULES:
+        copied = tmp_path / layout.RUNTIME_PACKAGE / name
+        assert copied.read_bytes() == (job_dir.SCORING_ROOT / name).read_bytes(), name
+    for relative in layout.RUNTIME_DATA:
+        assert any(path.is_file() for path in (tmp_path / layout.RUNTIME_PACKAGE / relative).rglob("*"))
+    # runtime/ comes first on the child's sys.path: a submission may not shadow what it holds
+    assert sorted(Path(name).stem for name in top) == sorted(layout.RESERVED_MODULES)
+    for name in layout.RESERVED_MODULES:
+        with pytest.raises(InvalidCode, match="reserved"):
+            check_submission_code(make_zip({f"{name}.py": GOOD}), "sub.zip")
+
+
+@pytest.mark.parametrize("setting, value, missing", [
+    ("RUNTIME_MODULES", layout.RUNTIME_MODULES + ("models/moved_away.py",), "models/moved_away.py"),
+    ("RUNTIME_DATA", ("resources/no_such_data",), "resources/no_such_data/"),
+    ("CHILD_SOURCE", job_dir.SANDBOX_DIR / "no_such_child.py", "no_such_child.py"),
+])
+def test_a_missing_runtime_file_stops_the_run_with_a_clear_error(setting, value, missing, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.setattr(job_dir, setting, value)
+    with pytest.raises(FileNotFoundError, match="the sandbox runtime is incomplete") as error:
+        job_dir.install_runtime(tmp_path / "runtime")
+    assert missing in str(error.value)
+    code = tmp_path / "m.py"
+    code.write_bytes(GOOD)
+    with pytest.raises(FileNotFoundError, match="the sandbox runtime is incomplete"):
+        run_interpreter(code, tmp_path, "classification", [], mode="none")
 
 
 # --------------------------------------------------------------------------- availability
@@ -176,8 +225,8 @@ def fresh_probe():
 
 def test_missing_bwrap_refuses_code_submissions_with_the_reason(fresh_probe, monkeypatch,
                                                                  tmp_path):
-    real_tool = sandbox._tool
-    monkeypatch.setattr(sandbox, "_tool", lambda name: None if name == "bwrap" else
+    real_tool = availability.find_tool
+    monkeypatch.setattr(availability, "find_tool", lambda name: None if name == "bwrap" else
                         real_tool(name))
     available, reason = sandbox.sandbox_available()
     assert available is False
@@ -229,7 +278,7 @@ def test_mode_none_runs_the_same_child_and_warns_loudly(model_dir, caplog):
 
 @needs_bwrap
 def test_baselines_run_through_the_sandbox_and_match_in_process(model_dir, tmp_path):
-    """Item 5: built-in baselines wrapped in tiny modules, through bwrap: a gradient method and
+    """Built-in baselines wrapped in tiny modules, through bwrap: a gradient method and
     the two perturbation packages (lime, shap), which need writable caches and more memory."""
     from scoring.models import interpreters
     from scoring.models.hosted_model import load_hosted_model

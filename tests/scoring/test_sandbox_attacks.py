@@ -1,4 +1,4 @@
-"""Attacks on the code-submission sandbox (issue 4 item 6, SPEC §7, docs/sandbox.md).
+"""Attacks on the code-submission sandbox (docs/sandbox.md, "Attack tests and outcomes").
 
 Each attack is a small submitted interpreter under tests/fixtures/sandbox/ that misbehaves only
 on questions starting with ATTACK. Every run mixes ordinary samples before and after the attack
@@ -25,6 +25,7 @@ import pytest
 
 from scoring import sandbox
 from scoring.sandbox import SandboxLimits, run_interpreter
+from scoring.sandbox.cgroups import CGROUP_PARENT, CGROUP_ROOT
 
 pytestmark = pytest.mark.needs_bwrap
 
@@ -92,7 +93,7 @@ def assert_worker_survived(result):
     assert not (Path(tempfile.gettempdir()) / result.job).exists(), "job directory left"
     if os.geteuid() == 0:
         for controller in ("pids", "memory"):
-            parent = sandbox.CGROUP_ROOT / controller / sandbox.CGROUP_PARENT
+            parent = CGROUP_ROOT / controller / CGROUP_PARENT
             if parent.is_dir():
                 left = [p.name for p in parent.iterdir() if p.name.startswith(result.job)]
                 assert not left, f"cgroup left (processes survived): {left}"

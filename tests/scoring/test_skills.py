@@ -1,5 +1,5 @@
-"""Reconstructed skill test sets (seed 000): one golden per skill, determinism, locatability,
-scoring through the ExpMRC scorer, public inputs, gaps."""
+"""Reconstructed skill test sets of InDepth-Eva-MRC (Wu et al., CIKM 2022): one golden per skill,
+determinism, locatability, scoring through the ExpMRC scorer, public inputs, gaps."""
 import copy
 import json
 import re
@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.metrics import expmrc
 from scoring.analysis.skills import (
     SKILLS,
     UNK,
@@ -19,6 +18,7 @@ from scoring.analysis.skills import (
     public_inputs,
     skill_gaps,
 )
+from scoring.metrics import expmrc
 
 REPO = Path(__file__).resolve().parents[2]
 OFFICIAL_DATA = REPO.parent / "shared" / "data" / "expmrc"

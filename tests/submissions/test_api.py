@@ -1,10 +1,9 @@
 """REST API: tokens, tasks, inputs, uploads (valid, invalid, quota), detail, leaderboard."""
-import json
 
 import pytest
 from rest_framework.test import APIClient
 
-from submissions import services
+from submissions import intake
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import score_submission
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
@@ -167,7 +166,7 @@ def test_daily_quota_counts_accepted_files_only(client, task, alice, settings):
     third = submit(client, "expmrc-squad", {})
     assert third.status_code == 429
     assert "2 submissions per day" in third.json()["error"]
-    assert services.quota_status(alice, task)["remaining"] == 0
+    assert intake.quota_status(alice, task)["remaining"] == 0
     assert platform_failure.status == Status.FAILED
 
 

@@ -1,4 +1,4 @@
-"""Interpreter code submissions (SPEC §7) through Django: upload validation, refusal without a
+"""Interpreter code submissions (docs/sandbox.md) through Django: upload validation, refusal without a
 sandbox, a real sandboxed run with progress, per-sample failures counted as QUACKIE fails, the
 run's lease kept alive (and given up when lost), unsafe hosted model directories refused."""
 import logging
@@ -8,6 +8,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from scoring import sandbox
+from scoring.sandbox import availability
 from submissions import code_runs, lifecycle
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import run_code_submission
@@ -169,8 +170,9 @@ def claimed(api, track, settings):
 
 
 def test_the_web_form_refuses_code_when_no_sandbox_is_available(track, monkeypatch, fresh_probe):
-    real_tool = sandbox._tool  # the real probe runs, on a machine where bwrap is missing
-    monkeypatch.setattr(sandbox, "_tool", lambda name: None if name == "bwrap" else real_tool(name))
+    real_tool = availability.find_tool  # the real probe runs, on a machine where bwrap is missing
+    monkeypatch.setattr(availability, "find_tool",
+                        lambda name: None if name == "bwrap" else real_tool(name))
     client = Client()
     client.force_login(make_user())
     response = client.post(f"/tasks/{track.task.slug}/submit/", {
@@ -232,7 +234,7 @@ def test_a_run_that_lost_its_lease_stops_and_stores_nothing(api, track, settings
     sub = lifecycle.start_run(response.json()["id"])
     # The reaper takes the run away (as when a worker looked dead): the lease expired.
     Submission.objects.filter(pk=sub.pk).update(lease_expires_at=sub.started_at)
-    assert lifecycle.reap_stuck()["requeued"] == 1
+    assert lifecycle.reap_stuck()["scoring_resent"] == 1
     with caplog.at_level(logging.WARNING):
         assert code_runs.run(sub) is False
     messages = [r.getMessage() for r in caplog.records]

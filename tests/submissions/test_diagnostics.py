@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from submissions.intake import submit_predictions
 from submissions.models import DiagnosticsStatus, Submission
-from submissions.services import submit_predictions
 from submissions.tasks import compute_diagnostics, score_submission
 from tests.factories import make_task_from_gold, make_user, perfect_predictions, synthetic_span_gold, upload_file
 
@@ -28,7 +28,7 @@ def scored_span(tmp_path, settings, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as sent:
         score_submission(sub.pk)
     assert len(sent) == 1  # diagnostics are queued after the score is committed
-    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.QUEUED
     return sub, gold, user
 
 
@@ -107,7 +107,7 @@ def test_diagnostics_whose_worker_died_are_sent_again_then_given_up(scored_span,
     with django_capture_on_commit_callbacks(execute=False) as sent:
         assert diagnostics.reap_stuck(now=later)["diagnostics_resent"] == 1
     assert len(sent) == 1
-    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.QUEUED
 
     assert diagnostics.claim(sub.pk)  # second run dies too
     much_later = later + timedelta(seconds=settings.BACKGROUND_LEASE_SECONDS + 1)
@@ -154,7 +154,7 @@ def test_entries_scored_before_the_cue_table_get_their_icq_tests_when_it_arrives
     with django_capture_on_commit_callbacks(execute=False) as sent:
         discover_cues(task.current_test_set().pk)
     assert len(sent) == 1  # the entry's diagnostics are sent again ...
-    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.PENDING
+    assert Submission.objects.get(pk=sub.pk).diagnostics_status == DiagnosticsStatus.QUEUED
     compute_diagnostics(sub.pk)
     icq = Submission.objects.get(pk=sub.pk).diagnostics["icq"]
     assert icq["applicable"] is True and "no reference" in icq["note"]  # ... and now read the cue table
@@ -270,8 +270,9 @@ def test_upgrade_forgets_diagnostics_stored_before_pooling_and_the_reaper_recomp
 
     migration = importlib.import_module("submissions.migrations.0006_recompute_hidden_span_diagnostics")
     migration.forget_unpooled_diagnostics(apps, None)
+    importlib.import_module("submissions.migrations.0007_job_status_vocabulary").forwards(apps, None)
     forgotten = Submission.objects.get(pk=sub.pk)
-    assert forgotten.diagnostics == {} and forgotten.diagnostics_status == DiagnosticsStatus.PENDING
+    assert forgotten.diagnostics == {} and forgotten.diagnostics_status == DiagnosticsStatus.QUEUED
     assert APIClient().get(f"/api/submissions/{sub.pk}/diagnostics/").json()["diagnostics"] == {}
 
     with django_capture_on_commit_callbacks(execute=False) as sent:

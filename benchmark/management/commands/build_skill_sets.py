@@ -7,7 +7,8 @@ from benchmark.models import SkillVariant, Task
 
 
 class Command(BaseCommand):
-    help = "Build the reconstructed test sets s1–s14 (seed 000) of a span task's current hidden test set."
+    help = ("Build the reconstructed test sets s1–s14 (InDepth-Eva-MRC, Wu et al., 2022) of a span task's "
+            "current hidden test set.")
 
     def add_arguments(self, parser):
         parser.add_argument("--task", required=True)

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmark.importers import ImportRefused
 from benchmark.models import HostedModel, InterpretationSet
 from benchmark.quackie_tracks import compute_inclusion, create_track
-from benchmark.test_sets import ImportRefused
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmark.importers import ImportRefused, import_classification
 from benchmark.models import TestSet
-from benchmark.test_sets import ImportRefused, import_classification
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmark.importers import ImportRefused, import_expmrc
 from benchmark.models import TestSet
-from benchmark.test_sets import ImportRefused, import_expmrc
 
 
 class Command(BaseCommand):

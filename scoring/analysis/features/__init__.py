@@ -14,7 +14,6 @@ import functools
 import importlib
 import sys
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from scoring import RESOURCES_DIR
 

@@ -34,7 +34,7 @@ _lock = threading.Lock()
 
 @functools.cache
 def _tokenizer():
-    import jieba
+    import jieba  # noqa: PLC0415  (heavy: loads its dictionary; only Chinese tasks need it)
 
     logging.getLogger("jieba").setLevel(logging.WARNING)  # no "Building prefix dict" chatter
     tokenizer = jieba.Tokenizer()

@@ -80,7 +80,7 @@ _lemminflect_lock = threading.Lock()
 
 @functools.cache
 def _lemminflect():
-    import lemminflect  # loads its bundled tables (~0.4 s) on first use
+    import lemminflect  # noqa: PLC0415  (heavy: loads its bundled tables, ~0.4 s, on first use)
 
     return lemminflect
 
@@ -439,7 +439,7 @@ def dictionary_words() -> frozenset[str]:
 
 @functools.cache
 def _symspell():
-    from symspellpy import SymSpell
+    from symspellpy import SymSpell  # noqa: PLC0415  (heavy: only the spelling feature needs it)
 
     speller = SymSpell(max_dictionary_edit_distance=TYPO_MAX_EDIT_DISTANCE, prefix_length=7)
     path = importlib.resources.files("symspellpy") / _DICTIONARY_FILE
@@ -459,7 +459,7 @@ def is_typo(token: str) -> bool:
         return False
     if token in dictionary_words():
         return False
-    from symspellpy import Verbosity
+    from symspellpy import Verbosity  # noqa: PLC0415  (as above)
 
     with _symspell_lock:
         suggestions = _symspell().lookup(token, Verbosity.TOP, max_edit_distance=TYPO_MAX_EDIT_DISTANCE)

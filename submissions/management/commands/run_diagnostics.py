@@ -1,10 +1,10 @@
 import time
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
-from submissions.models import DiagnosticsStatus, Status, Submission
-from submissions.tasks import compute_diagnostics
+from core.jobs import JobStatus
+from submissions import diagnostics
+from submissions.models import Status, Submission
 
 
 class Command(BaseCommand):
@@ -27,19 +27,16 @@ class Command(BaseCommand):
             raise CommandError(f"submission {submission_id} is {submission.status}, not scored: "
                                "diagnostics need a stored score", returncode=2)
         # Not while a worker is running them: two runs would race to store their results.
-        marked = Submission.objects.filter(pk=submission_id, status=Status.SCORED).exclude(
-            diagnostics_status=DiagnosticsStatus.RUNNING
-        ).update(diagnostics_status=DiagnosticsStatus.PENDING, diagnostics_updated_at=timezone.now(),
-                 diagnostics_attempts=0)
-        if not marked:
+        running = Submission.objects.filter(pk=submission_id, diagnostics_status=JobStatus.RUNNING).exists()
+        if running or not diagnostics.DIAGNOSTICS.state.schedule(submission_id):
             raise CommandError(f"the diagnostics of submission {submission_id} are running in a worker now; "
                                "run this again when they are done")
         started = time.perf_counter()
-        outcome = compute_diagnostics(submission_id, n_permutations=permutations)
+        outcome = diagnostics.claim_and_run(submission_id, n_permutations=permutations)
         if outcome == "skipped":
             raise CommandError(f"a worker took the diagnostics of submission {submission_id} first; "
                                "run this again when they are done")
-        if outcome == DiagnosticsStatus.FAILED:
+        if outcome == JobStatus.FAILED:
             raise CommandError(f"the diagnostics of submission {submission_id} failed; the score is not affected")
         stored = Submission.objects.only("diagnostics").get(pk=submission_id).diagnostics
         used = (stored.get("question_types") or {}).get("n_permutations")

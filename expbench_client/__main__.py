@@ -1,0 +1,5 @@
+import sys
+
+from expbench_client.cli import main
+
+sys.exit(main())

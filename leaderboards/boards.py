@@ -1,0 +1,121 @@
+"""Leaderboard rows for a task: human rows pinned on top, then reported baselines and
+server-scored public submissions ranked together by the primary metric."""
+import hashlib
+
+from django.conf import settings
+from django.core.cache import cache
+
+from benchmark.models import ReportedResult
+from scoring.stats import significance_tiers
+from submissions.models import BASELINES_USERNAME
+from submissions.selectors import item_scores_of, public_scored_submissions
+
+
+def leaderboard_rows(task):
+    metric = task.primary_metric
+    pinned = []
+    ranked = []
+    for reported in task.reported_results.all():
+        row = {
+            "rank": None,
+            "method": reported.method,
+            "team": reported.team,
+            "date": reported.date.isoformat() if reported.date else None,
+            "url": reported.url,
+            "scores": reported.scores,
+            "ci": None,
+            "reported": True,
+            "kind": reported.kind,
+            "source": reported.source,
+            "submission_id": None,
+            "fails": None,
+            "baseline": reported.kind == ReportedResult.BASELINE,
+        }
+        (pinned if reported.kind == ReportedResult.HUMAN else ranked).append(row)
+
+    test_set = task.current_test_set()
+    for sub in public_scored_submissions(task, test_set):
+        ranked.append(
+            {
+                "rank": None,
+                "method": sub.method_name,
+                "team": sub.team,
+                "date": sub.finished_at.date().isoformat() if sub.finished_at else None,
+                "url": sub.url,
+                "scores": sub.scores,
+                "ci": sub.ci,
+                "reported": False,
+                "kind": "submission",
+                "source": "",
+                "submission_id": sub.pk,
+                "fails": (sub.details or {}).get("quackie", {}).get("fails"),
+                "baseline": sub.user.username == BASELINES_USERNAME,
+            }
+        )
+    # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first.
+    ranked.sort(key=lambda row: -float(row["scores"].get(metric) or 0.0))
+    previous = None
+    for position, row in enumerate(ranked, start=1):
+        value = row["scores"].get(metric)
+        row["rank"] = ranked[position - 2]["rank"] if value == previous else position
+        previous = value
+    for row in pinned:
+        row.update(tier=None, p_vs_above=None)
+    add_tiers(task, ranked)
+    return pinned + ranked
+
+
+def add_tiers(task, ranked):
+    """Significance tiers (docs/diagnostics.md#significance-tiers): a paired sign-flip test on
+    per-question primary-metric scores between each server-scored entry and the scored entry
+    ranked just above it;
+    entries not significantly different at alpha = 0.05 share a tier. Reported rows have no
+    per-item data and get no tier. Cached until the set of entries changes."""
+    ids = [row["submission_id"] for row in ranked if row["submission_id"]]
+    key = f"tiers:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()
+    tiers = cache.get(key)
+    if tiers is None:
+        column = task.primary_index
+        items = item_scores_of(ids)
+        tiers = significance_tiers(
+            # A failed item (None: e.g. a QUACKIE sample whose scores failed) counts as 0 here.
+            [[r[column] or 0.0 for r in items[row["submission_id"]]] if row["submission_id"] else None
+             for row in ranked],
+            alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
+        )
+        cache.set(key, tiers, 3600)
+    for row, tier in zip(ranked, tiers):
+        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"])
+
+
+def benchmark_average_rows(benchmark):
+    """The benchmark-wide board: systems (same user and method name) with a public scored
+    submission on every task of the benchmark, ranked by the mean of their primary metric.
+    For each task the system's latest scored submission counts. The human row is the mean
+    of the reported human rows when every task has one."""
+    tasks = [t for t in benchmark.tasks.filter(is_listed=True) if t.current_test_set() is not None]
+    if not tasks:
+        return tasks, []
+    per_system = {}
+    for task in tasks:
+        for sub in public_scored_submissions(task, task.current_test_set()):  # oldest first: latest wins
+            per_system.setdefault((sub.user_id, sub.method_name), {})[task.slug] = sub
+    rows = []
+    humans = {r.task.slug: r for r in ReportedResult.objects.filter(task__in=tasks, kind=ReportedResult.HUMAN)}
+    if len(humans) == len(tasks):
+        per_task = {t.slug: humans[t.slug].scores[t.primary_metric] for t in tasks}
+        rows.append({"rank": None, "method": "Human Performance", "team": humans[tasks[0].slug].team,
+                     "per_task": per_task, "average": sum(per_task.values()) / len(tasks), "reported": True,
+                     "kind": "human"})
+    ranked = []
+    for (_, method), subs in per_system.items():
+        if len(subs) < len(tasks):
+            continue
+        per_task = {t.slug: subs[t.slug].scores[t.primary_metric] for t in tasks}
+        ranked.append({"rank": None, "method": method, "team": subs[tasks[0].slug].team, "per_task": per_task,
+                       "average": sum(per_task.values()) / len(tasks), "reported": False, "kind": "submission",
+                       "submission_ids": {slug: sub.pk for slug, sub in subs.items()}})
+    ranked.sort(key=lambda row: -row["average"])
+    for position, row in enumerate(ranked, start=1):
+        row["rank"] = position
+    return tasks, rows + ranked

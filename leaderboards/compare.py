@@ -1,0 +1,90 @@
+"""Two entries side by side on every diagnostic (docs/diagnostics.md): scores with the paired p-value,
+skill gaps, CheckList failure rates, question-type accuracy and ICQ accuracy tests."""
+from django.conf import settings
+from django.db.models import Q
+
+from scoring.stats import paired_test
+from submissions.models import Status, Submission
+from submissions.selectors import item_scores_of
+
+
+class CompareError(Exception):
+    pass
+
+
+def visible_submission(user, submission_id):
+    """A scored submission the user may see (their own, or public)."""
+    try:
+        pk = int(submission_id)
+    except (TypeError, ValueError):
+        raise CompareError(f"{submission_id!r} is not a submission id") from None
+    visible = Q(public=True)
+    if user.is_authenticated:
+        visible |= Q(user=user)
+    sub = (Submission.objects.select_related("task", "test_set", "user__profile")
+           .defer("test_set__gold", "test_set__public_inputs", "test_set__diagnostics")
+           .filter(visible, pk=pk, status=Status.SCORED).first())
+    if sub is None:
+        raise CompareError(f"no scored submission #{pk} visible to you")
+    return sub
+
+
+def side_by_side(rows_a, rows_b, key, fields):
+    """Join two lists of dicts on ``key``: [{key, "a": {...}, "b": {...}}] in a's order, then b's."""
+    a = {row[key]: row for row in rows_a}
+    b = {row[key]: row for row in rows_b}
+    keys = list(a) + [k for k in b if k not in a]
+    return [{key: k, "a": {f: a.get(k, {}).get(f) for f in fields}, "b": {f: b.get(k, {}).get(f) for f in fields}}
+            for k in keys]
+
+
+def summary(sub):
+    return {"id": sub.pk, "method": sub.method_name, "team": sub.team, "task": sub.task.slug, "kind": sub.kind,
+            "test_set_version": sub.test_set.version, "scores": sub.scores, "ci": sub.ci}
+
+
+def compare(a, b):
+    same_items = a.test_set_id == b.test_set_id
+    metrics = []
+    for key, label in a.task.metric_columns:
+        va, vb = a.scores.get(key), b.scores.get(key)
+        metrics.append({"metric": key, "label": label, "a": va, "b": vb,
+                        "difference": va - vb if va is not None and vb is not None else None})
+    paired = {"applicable": False, "note": "The two entries were scored on different test sets."}
+    if same_items:
+        column = a.task.primary_index
+        items = item_scores_of([a.pk, b.pk])
+        p = paired_test([r[column] or 0.0 for r in items[a.pk]], [r[column] or 0.0 for r in items[b.pk]],
+                        n_resamples=settings.TIER_RESAMPLES, seed=0)
+        paired = {"applicable": True, "metric": a.task.primary_metric, "p_value": p, "significant": p < 0.05,
+                  "test": "paired sign-flip permutation on per-question scores (two-sided)"}
+
+    result = {"a": summary(a), "b": summary(b), "same_test_set": same_items, "metrics": metrics, "paired": paired}
+    gaps_a, gaps_b = (a.details or {}).get("skills", {}), (b.details or {}).get("skills", {})
+    if gaps_a or gaps_b:
+        result["skills"] = side_by_side(list(gaps_a.values()), list(gaps_b.values()), "skill",
+                                        ["name", "gap", "ci_low", "ci_high", "variant_f1"])
+    cl_a, cl_b = (a.details or {}).get("checklist"), (b.details or {}).get("checklist")
+    if cl_a or cl_b:
+        result["checklist"] = {
+            "tests": side_by_side((cl_a or {}).get("tests", []), (cl_b or {}).get("tests", []), "name",
+                                  ["capability", "failure_rate", "bert_failure_rate"]),
+            "capabilities": side_by_side((cl_a or {}).get("capabilities", []), (cl_b or {}).get("capabilities", []),
+                                         "capability", ["failure_rate", "bert_failure_rate"]),
+        }
+    qt_a = (a.diagnostics or {}).get("question_types")
+    qt_b = (b.diagnostics or {}).get("question_types")
+    if qt_a or qt_b:
+        def per_type(qt):
+            tests = (qt or {}).get("categorical", {}).get("tests", [])
+            groups = next((t["groups"] for t in tests if t["variable"] == "question_type"), {})
+            return [{"type": name, **values} for name, values in groups.items()]
+
+        result["question_types"] = side_by_side(per_type(qt_a), per_type(qt_b), "type", ["n", "accuracy"])
+    icq_a, icq_b = (a.diagnostics or {}).get("icq") or {}, (b.diagnostics or {}).get("icq") or {}
+    if icq_a.get("accuracy_test") or icq_b.get("accuracy_test"):
+        def cues(part):
+            return [{"cue": f"{r['feature']}={r['value']}", **r} for r in part.get("accuracy_test", [])]
+
+        result["icq"] = side_by_side(cues(icq_a), cues(icq_b), "cue", ["delta", "acc_with", "acc_without"])
+    return result

@@ -1,0 +1,405 @@
+"""The perturbations that make the reconstructed test sets: one builder per skill, from a
+:class:`Question` (its passage and question analysed, its gold answers located in the passage) to
+the :class:`Perturbation` of its passage or question. :mod:`scoring.analysis.skills.variants` runs
+them over a gold file; the decisions common to every skill are in the package docstring.
+
+Per skill (``[UNK]`` = the mask token)
+--------------------------------------
+s1  Adjectives → their WordNet antonym (``wordnet30_adjective_antonyms.tsv``). No POS tagger is
+    available offline, so an *adjective* is a word whose lower-cased form is an adjective lemma of
+    that table with a **direct** antonym (indirect antonyms via a satellite's head are too noisy
+    without word-sense disambiguation); the first direct antonym in WordNet sense order is used,
+    multiword antonyms with spaces. Comparatives/superlatives (-er/-est of such a lemma, or an
+    irregular form such as better/worst/fewer) get the base-form antonym, as in the original code.
+    Skipped: stop words, non-alphabetic tokens, capitalised tokens that do not start a sentence
+    (proper-noun parts such as "United", "North"), and — a conservative rule-based stand-in for
+    the tagger — words that are probably verbs, adverbs or nouns: (a) a short list of frequent
+    homographs (``NOT_ADJECTIVES``: well, still, back, due, found, like, home, …); (b) any word
+    right after "to" or a modal/"do" (``VERB_CUES``: "to open", "can close"); (c) participle forms
+    (-ed, -ing, and the irregular participles of ``IRREGULAR_PARTICIPLES`` such as made, sent,
+    known) unless right after a determiner or degree adverb (``ADJECTIVAL_CUES``: "the used
+    car", "highly developed" flip; "was used", "he sent" do not). Remaining limit: adjectives
+    after "to" ("from low to high") are missed, and some nouns/adverbs still flip ("first",
+    "south"). Capitalisation of the first letter is kept.
+s2  Function words (NLTK's 179 English stop words) → ``[UNK]``.
+s3  Content words (tokens that are neither stop words nor punctuation) → ``[UNK]``.
+s4  Words shuffled within each sentence in segments of a fixed length. **Deviation:** the
+    original method cuts each sentence into runs of the answer's token count aligned on the
+    answer (merging sentences an answer crosses), so the public passage would reveal the
+    answer's length and narrow down its position (with several gold answers, their combined
+    span). Here the segment length is fixed per language (``S4_SEGMENT_TOKENS``: 3 tokens for
+    English, 5 characters for Chinese, about three words each) and the grid starts at an offset
+    drawn from the question's generator. Each sentence's tokens but the last are cut into
+    segments on that grid and the segments shuffled; the sentence-final token stays last, attached
+    as in the original (``fix_eos``). Segments are joined by one space (Chinese: no space, except
+    between two ASCII words). A gold answer that no longer reads as one contiguous span (it
+    straddled a segment boundary and its segments were separated) is lost; on the SQuAD dev set
+    about 70% of the questions keep an answer, on CMRC 2018 dev (character tokens, long answers)
+    about 40% — the kept ones lean towards short answers.
+s5  Sentence order shuffled (a non-identity permutation when there are ≥ 2 sentences); joined
+    by one space (Chinese: none). **Deviation:** the original merges the sentences a gold answer
+    crosses first, which would show where the answer is; here an answer that crosses sentences
+    is lost (none on the SQuAD dev set, 1 answer on CMRC 2018 dev).
+s6  Back-translation EN→FR→EN of every passage sentence (built in
+    :mod:`scoring.analysis.skills.back_translation`), only when translation models are
+    configured (``translation_models={"en-fr": m, "fr-en": m}``, each a local Marian model
+    directory loaded with ``local_files_only=True`` or a callable ``list[str] -> list[str]``);
+    otherwise status "not configured" (also when a model cannot be loaded or fails while
+    translating: the note says why and the other skills are built as usual). **Deviation:**
+    every sentence is replaced by its back-translation, whatever the gold; keeping a sentence
+    untranslated when its answer would not survive would mark the answer's sentence. A gold
+    answer whose text is not found verbatim in its sentence's back-translation is lost.
+s7  Comparatives/superlatives → ``[UNK]``: more, most, similar, than, different, the irregular
+    better/best/worse/worst/less/least/lesser/fewer/fewest/further/furthest/farther/farthest/
+    elder/eldest, and -er/-est forms of an adjective lemma of the WordNet table (stem rules:
+    doubled consonant, y→i, e-drop; the stem must be ≥ 3 letters and not a stop word; a short
+    list of nouns that look like comparatives — number, matter, after, … — is excluded, and so are
+    capitalised words inside a sentence: names such as "Oliver" or "Porter").
+s8  Numbers → random integers in [1000, 10000], the same surface → the same number within one
+    question. English: digit runs in tokens starting with a digit or a currency sign ("1990s" →
+    "4821s", "1,000" → one number) and cardinal words zero…ninety, hundred, thousand, million,
+    billion, trillion ("one" is left alone: without a tagger it is mostly a pronoun/determiner).
+    Chinese: Arabic digit runs, and Chinese numeral runs (零〇一二两三四五六七八九十百千万亿)
+    of ≥ 2 characters or followed by a classifier/unit character, not after 第 (ordinals), not
+    the idioms 万一/千万/一一, and not 十分 "very", 一度 "once", 一时 "for a moment" (where the
+    numeral is followed by a character that is also a classifier; 十分钟 and 三点十分 stay
+    numbers).
+s9  Demonstratives this, that, these, those → ``[UNK]`` (as InDepth-Eva-MRC says; every use,
+    including complementiser "that", since there is no parser).
+s9p Personal/possessive pronouns of the original code → ``[UNK]`` (the original code's s9),
+    without its PRP/PRP$ check: "one" and "self" are left out (mostly not pronouns), and
+    all-caps tokens ("US", "IT") are never pronouns.
+s10 Causal words because, why, therefore, cause, reason, as, since → ``[UNK]``.
+s11 Hypothetical words if, suppose(d/s), assume(d/s), unless, once → ``[UNK]``.
+s12 Logical words not, n't, all, any, each, every, few, if, more, most, no, nor, other, same,
+    some, than → ``[UNK]``.
+s13 Question words other than interrogatives → ``[UNK]`` (punctuation kept). English: what,
+    when, where, who, whom, whose, which, why, how ("whose" is a wh-word; the original code's
+    list lacks it). Chinese: 什么时候 什么 哪里 哪儿 哪 谁 何时 几时 为什么 为何 怎么 怎样 如何
+    多少 多长 多大 多久 啥 几 (longest match), but not 几 in 几乎 "almost".
+s14 Keep only the passage sentence(s) most similar to the question and mask every token of the
+    others. Similarity = number of the sentence's non-punctuation tokens (lower-cased, repeats
+    counted) that occur among the question's tokens — words for English, characters for Chinese;
+    all sentences tied at the maximum are kept (as the original code).
+
+Chinese passages get s4, s5, s8, s13 and s14; the other skills are "not applicable".
+"""
+from __future__ import annotations
+
+import bisect
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from scoring.analysis.skills.catalogue import EN
+from scoring.analysis.skills.edits import Edit, Perturbation, mask_where
+from scoring.analysis.skills.randomness import below, randint, shuffle
+from scoring.analysis.skills.text import ASCII_ALNUM, Text, is_punct
+from scoring.analysis.skills.word_lists import (
+    ADJECTIVAL_CUES,
+    ADJECTIVE_LEMMAS,
+    CARDINAL_WORDS,
+    CAUSAL_WORDS,
+    COMPARATIVE_WORDS,
+    DEMONSTRATIVES,
+    DIRECT_ANTONYMS,
+    HYPOTHETICAL_WORDS,
+    INTERROGATIVES_EN,
+    INTERROGATIVES_ZH,
+    IRREGULAR_COMPARATIVES,
+    IRREGULAR_PARTICIPLES,
+    LOGICAL_WORDS,
+    NOT_ADJECTIVES,
+    NOT_COMPARATIVES,
+    NOT_INTERROGATIVES_ZH,
+    PERSONAL_PRONOUNS,
+    STOPWORDS,
+    VERB_CUES,
+)
+
+NUMBER_RANGE = (1000, 10000)
+# s4 segment length in tokens (Chinese: characters), fixed per language, never the answer's.
+S4_SEGMENT_TOKENS = {"en": 3, "zh": 5}
+
+
+@dataclass
+class Question:
+    id: str
+    context: Text
+    question: Text
+    answers: list[tuple[int, int]]  # located gold spans in the original context
+    rng: random.Random
+    language: str
+
+
+def _token_text(a: Text, i: int) -> str:
+    s, e = a.tokens[i]
+    return a.text[s:e]
+
+
+def _is_capitalised_inside(a: Text, i: int) -> bool:
+    word = _token_text(a, i)
+    return word[:1].isupper() and i not in a.sentence_first_token
+
+
+def _comparative_base(word: str) -> str | None:
+    """Base adjective of a (lower-case) comparative/superlative, else None."""
+    if word in IRREGULAR_COMPARATIVES:
+        return IRREGULAR_COMPARATIVES[word]
+    if word in NOT_COMPARATIVES or not word.isalpha():
+        return None
+    for suffix in ("est", "er"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            stem = word[: -len(suffix)]
+            candidates = [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                candidates.append(stem[:-1])
+            if stem.endswith("i"):
+                candidates.append(stem[:-1] + "y")
+            for base in candidates:
+                if len(base) >= 3 and base not in STOPWORDS and base in ADJECTIVE_LEMMAS:
+                    return base
+    return None
+
+
+def _match_case(original: str, replacement: str) -> str:
+    if len(original) > 1 and original.isupper():
+        return replacement.upper()
+    if original[:1].isupper():
+        return replacement[:1].upper() + replacement[1:]
+    return replacement
+
+
+def _looks_like_verb_form(a: Text, i: int, word: str) -> bool:
+    """s1's stand-in for a POS tagger: is this adjective-lemma token probably not an adjective?
+    Conservative on purpose: a missed adjective costs less than a flipped verb."""
+    if word in NOT_ADJECTIVES:
+        return True
+    previous = a.lower[i - 1] if i > 0 and i not in a.sentence_first_token else ""
+    if previous in VERB_CUES:  # "to open", "can close", "did free"
+        return True
+    participle = (word in IRREGULAR_PARTICIPLES or (len(word) >= 4 and word.endswith("ed"))
+                  or (len(word) >= 5 and word.endswith("ing")))
+    # A participle reads as an adjective only after a determiner or a degree adverb
+    # ("the used car", "highly developed"), not after a noun or a form of "be" ("was used").
+    return participle and previous not in ADJECTIVAL_CUES
+
+
+def _s1(q: Question) -> Perturbation:
+    a = q.context
+    edits = []
+    for i, word in enumerate(a.lower):
+        if not word.isalpha() or word in STOPWORDS or _is_capitalised_inside(a, i):
+            continue
+        antonym = DIRECT_ANTONYMS.get(word)
+        if antonym is None:
+            base = _comparative_base(word)
+            antonym = DIRECT_ANTONYMS.get(base) if base else None
+        if antonym is not None and not _looks_like_verb_form(a, i, word):
+            edits.append(Edit(*a.tokens[i], _match_case(_token_text(a, i), antonym)))
+    return Perturbation(context_edits=edits)
+
+
+def _mask_skill(predicate_factory):
+    def run(q: Question) -> Perturbation:
+        a = q.context
+        return Perturbation(context_edits=mask_where(a, predicate_factory(a)))
+    return run
+
+
+_s2 = _mask_skill(lambda a: lambda i: a.lower[i] in STOPWORDS)
+_s3 = _mask_skill(lambda a: lambda i: a.lower[i] not in STOPWORDS and not is_punct(a.lower[i]))
+_s7 = _mask_skill(lambda a: lambda i: a.lower[i] in COMPARATIVE_WORDS
+                  or (_comparative_base(a.lower[i]) is not None and not _is_capitalised_inside(a, i)))
+_s9 = _mask_skill(lambda a: lambda i: a.lower[i] in DEMONSTRATIVES)
+_s9p = _mask_skill(lambda a: lambda i: a.lower[i] in PERSONAL_PRONOUNS
+                   and not (len(a.lower[i]) > 1 and _token_text(a, i).isupper()))
+_s10 = _mask_skill(lambda a: lambda i: a.lower[i] in CAUSAL_WORDS)
+_s11 = _mask_skill(lambda a: lambda i: a.lower[i] in HYPOTHETICAL_WORDS)
+_s12 = _mask_skill(lambda a: lambda i: a.lower[i] in LOGICAL_WORDS)
+
+
+def _joiner(language: str, left: str, right: str) -> str:
+    if language == EN:
+        return " "
+    return " " if ASCII_ALNUM.match(left[-1:]) and ASCII_ALNUM.match(right[:1]) else ""
+
+
+def _join(language: str, pieces: Sequence[str]) -> tuple[str, list[int]]:
+    """Join pieces with the language's separator; return the text and each piece's offset."""
+    out, offsets, length = [], [], 0
+    for index, piece in enumerate(pieces):
+        if index:
+            sep = _joiner(language, pieces[index - 1], piece)
+            out.append(sep)
+            length += len(sep)
+        offsets.append(length)
+        out.append(piece)
+        length += len(piece)
+    return "".join(out), offsets
+
+
+def _place_answers(q: Question, edit_index: int, edit: Edit, pieces: Sequence[tuple[int, int]],
+                   offsets: Sequence[int], out: Perturbation) -> None:
+    """An edit rearranged the original ``pieces`` (character spans) to ``offsets`` inside
+    ``edit.text``. Every gold answer overlapping the edit is either placed (it survives as one
+    contiguous span with its exact text) or lost. The edit itself never depends on the gold."""
+    def moved(offset: int) -> int | None:
+        for (ps, pe), new_offset in zip(pieces, offsets):
+            if ps <= offset < pe:
+                return new_offset + offset - ps
+        return None  # white space between pieces, rewritten by the join
+
+    for k, (s, e) in enumerate(q.answers):
+        if not (s < edit.end and edit.start < e):
+            continue
+        new_start, new_last = moved(s), moved(e - 1)
+        if (new_start is not None and new_last is not None
+                and edit.text[new_start:new_last + 1] == q.context.text[s:e]):
+            out.placed[k] = (edit_index, new_start)
+        else:
+            out.lost.add(k)
+
+
+def _s4(q: Question) -> Perturbation:
+    a = q.context
+    out = Perturbation()
+    width = S4_SEGMENT_TOKENS[q.language]
+    token_starts = [s for s, _ in a.tokens]
+    for bs, be in a.sentences:
+        token_ids = list(range(bisect.bisect_left(token_starts, bs), bisect.bisect_left(token_starts, be)))
+        movable, final = token_ids[:-1], token_ids[-1] if token_ids else None
+        if len(movable) < 2:
+            continue
+        # A grid of equal segments at a random origin: drawn from the question id, never from
+        # the gold (see s4 above and "Public inputs" in the package docstring).
+        origin = below(q.rng, width)
+        cuts = [0] + list(range(origin or width, len(movable), width)) + [len(movable)]
+        segments = [movable[low:high] for low, high in zip(cuts, cuts[1:]) if high > low]
+        if len(segments) < 2:
+            continue
+        order = list(range(len(segments)))
+        shuffle(q.rng, order)
+        spans = [(a.tokens[segments[k][0]][0], a.tokens[segments[k][-1]][1]) for k in order]
+        pieces = [a.text[s:e] for s, e in spans]
+        new_text, offsets = _join(q.language, pieces)
+        final_span = a.tokens[final]
+        # The sentence-final token stays last, attached as in the original ("spring.").
+        glued = final_span[0] == a.tokens[final - 1][1]
+        separator = "" if glued else _joiner(q.language, pieces[-1], a.text[final_span[0]:final_span[1]])
+        spans.append(final_span)
+        offsets.append(len(new_text) + len(separator))
+        new_text += separator + a.text[final_span[0]:final_span[1]]
+        edit = Edit(a.tokens[movable[0]][0], final_span[1], new_text)
+        out.context_edits.append(edit)
+        _place_answers(q, len(out.context_edits) - 1, edit, spans, offsets, out)
+    return out
+
+
+def _s5(q: Question) -> Perturbation:
+    a = q.context
+    blocks = list(a.sentences)  # never merged around an answer: that would point at it
+    if len(blocks) < 2:
+        return Perturbation()
+    order = list(range(len(blocks)))
+    while order == sorted(order):  # a non-identity permutation (expected < 2 draws)
+        shuffle(q.rng, order)
+    spans = [blocks[k] for k in order]
+    new_text, offsets = _join(q.language, [a.text[s:e] for s, e in spans])
+    out = Perturbation(context_edits=[Edit(blocks[0][0], blocks[-1][1], new_text)])
+    _place_answers(q, 0, out.context_edits[0], spans, offsets, out)
+    return out
+
+
+_EN_NUMBER_TOKEN = re.compile(r"^[$€£¥]?\d")
+_DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
+_ZH_DIGIT_RUN = re.compile(r"[0-9０-９]+(?:[.,．][0-9０-９]+)*")
+_ZH_NUMERAL_RUN = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
+_ZH_IDIOMS = frozenset({"万一", "千万", "一一"})
+# A numeral plus a classifier that is a word of its own: 十分 "very", 一度 "once, for a time",
+# 一时 "for a moment". 十分钟 (ten minutes) and clock times (三点十分) stay numbers.
+_ZH_NOT_NUMBERS = frozenset({"十分", "一度", "一时"})
+_ZH_CLASSIFIERS = frozenset(
+    "年月日号个位名人次种项件条张部本册卷届座家所岁天周时分秒倍米元角场局集季章节首篇款台辆架艘只头匹层颗份批组队支股度期代"
+)
+
+
+def _s8(q: Question) -> Perturbation:
+    a = q.context
+    chosen: dict[str, str] = {}
+
+    def number_for(surface: str) -> str:
+        if surface not in chosen:
+            chosen[surface] = str(randint(q.rng, *NUMBER_RANGE))
+        return chosen[surface]
+
+    edits = []
+    if q.language == EN:
+        for i, (s, e) in enumerate(a.tokens):
+            word = a.text[s:e]
+            if _EN_NUMBER_TOKEN.match(word):
+                for m in _DIGIT_RUN.finditer(word):
+                    edits.append(Edit(s + m.start(), s + m.end(), number_for(m.group())))
+            elif a.lower[i] in CARDINAL_WORDS:
+                edits.append(Edit(s, e, number_for(a.lower[i])))
+    else:
+        text = a.text
+        found = [(m.start(), m.end()) for m in _ZH_DIGIT_RUN.finditer(text)]
+        for m in _ZH_NUMERAL_RUN.finditer(text):
+            s, e = m.span()
+            run = m.group()
+            if s > 0 and text[s - 1] == "第":
+                continue
+            if (run + text[e:e + 1] in _ZH_NOT_NUMBERS and text[e + 1:e + 2] != "钟"
+                    and not (s > 0 and text[s - 1] == "点")):
+                continue
+            if (len(run) >= 2 and run not in _ZH_IDIOMS) or text[e:e + 1] in _ZH_CLASSIFIERS:
+                found.append((s, e))
+        for s, e in sorted(found):
+            edits.append(Edit(s, e, number_for(text[s:e])))
+    return Perturbation(context_edits=edits)
+
+
+def _s13(q: Question) -> Perturbation:
+    a = q.question
+    if q.language == EN:
+        return Perturbation(question_edits=mask_where(
+            a, lambda i: not (a.lower[i] in INTERROGATIVES_EN or is_punct(a.lower[i]))))
+    kept_chars: set[int] = set()
+    text = a.text
+    position = 0
+    while position < len(text):
+        skip = next((word for word in NOT_INTERROGATIVES_ZH if text.startswith(word, position)), None)
+        if skip:
+            position += len(skip)
+            continue
+        for word in INTERROGATIVES_ZH:  # longest first
+            if text.startswith(word, position):
+                kept_chars.update(range(position, position + len(word)))
+                position += len(word)
+                break
+        else:
+            position += 1
+    return Perturbation(question_edits=mask_where(
+        a, lambda i: not is_punct(a.lower[i]) and a.tokens[i][0] not in kept_chars))
+
+
+def _s14(q: Question) -> Perturbation:
+    a = q.context
+    question_tokens = {w for w in q.question.lower if not is_punct(w)}
+    scores = [0] * len(a.sentences)
+    for i, word in enumerate(a.lower):
+        if word in question_tokens:
+            scores[a.token_sentence[i]] += 1
+    best = max(scores, default=0)
+    keep = {k for k, score in enumerate(scores) if score == best}
+    return Perturbation(context_edits=mask_where(a, lambda i: a.token_sentence[i] not in keep))
+
+
+BUILDERS: dict[str, Callable[[Question], Perturbation]] = {
+    "s1": _s1, "s2": _s2, "s3": _s3, "s4": _s4, "s5": _s5, "s7": _s7, "s8": _s8, "s9": _s9,
+    "s9p": _s9p, "s10": _s10, "s11": _s11, "s12": _s12, "s13": _s13, "s14": _s14,
+}
+MASKING_SKILLS = frozenset({"s2", "s3", "s7", "s9", "s9p", "s10", "s11", "s12", "s14"})
+RANDOM_SKILLS = frozenset({"s4", "s5", "s8"})

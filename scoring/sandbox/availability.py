@@ -1,0 +1,83 @@
+"""Whether a sandbox can run here (docs/sandbox.md, "API"): ``sandbox_available(mode)`` runs
+the real sandbox command line once per mode and caches the answer, with the reason when it
+cannot (bubblewrap missing, no namespaces, an interpreter the sandbox user cannot run)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+from scoring.sandbox.command import SANDBOX_UID, bwrap_command, find_tool, host_env
+from scoring.sandbox.errors import SandboxUnavailable
+from scoring.sandbox.limits import SandboxLimits
+
+MODES = ("bwrap", "none")
+
+_PROBES: dict[str, tuple[bool, str]] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def check_mode(mode: str | None) -> str:
+    """``mode`` by its name in ``MODES`` ("bwrap" when it is None or empty); ValueError else."""
+    mode = "bwrap" if mode in (None, "") else str(mode).lower()
+    if mode not in MODES:
+        raise ValueError(f"sandbox mode must be one of {MODES}, not {mode!r}")
+    return mode
+
+
+def sandbox_available(mode: str | None = None) -> tuple[bool, str]:
+    """(usable, reason). Probes once per mode (cached): runs the sandboxed interpreter."""
+    mode = check_mode(mode)
+    with _PROBE_LOCK:
+        if mode not in _PROBES:
+            _PROBES[mode] = _probe(mode)
+        return _PROBES[mode]
+
+
+def _clear_probe_cache() -> None:
+    with _PROBE_LOCK:
+        _PROBES.clear()
+
+
+sandbox_available.cache_clear = _clear_probe_cache  # type: ignore[attr-defined]
+
+
+def _probe(mode: str) -> tuple[bool, str]:
+    if mode == "none":
+        return True, "SANDBOX=none: no sandbox (development only; rlimits only)"
+    if not sys.platform.startswith("linux"):
+        return False, "the bubblewrap sandbox needs Linux"
+    if not find_tool("bwrap"):
+        return False, "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    if not find_tool("prlimit"):
+        return False, "prlimit (util-linux) is not installed"
+    if os.geteuid() == 0 and not find_tool("setpriv"):
+        return False, "setpriv (util-linux) is not installed"
+    limits = SandboxLimits()
+    probe = "import os, sys; print(os.getuid(), os.getgid(), sys.version_info[0])"
+    try:
+        command = bwrap_command([], limits, [sys.executable, "-B", "-s", "-c", probe])
+    except SandboxUnavailable as error:
+        return False, str(error)
+    try:
+        completed = subprocess.run(command, env=host_env(), capture_output=True, timeout=120,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return False, f"bwrap could not run: {error}"
+    stderr = completed.stderr.decode("utf-8", "replace").strip()
+    if completed.returncode != 0:
+        lowered = stderr.lower()
+        if "namespace" in lowered or "operation not permitted" in lowered:
+            return False, f"user/pid/net namespaces are not available here (bwrap: {stderr[-300:]})"
+        if "permission denied" in lowered or "can't find source path" in lowered \
+                or "no such file" in lowered:
+            return False, (f"the sandbox user cannot run the interpreter {sys.executable} "
+                           f"(bwrap: {stderr[-300:]})")
+        return False, f"bwrap failed with exit code {completed.returncode}: {stderr[-300:]}"
+    words = completed.stdout.decode("utf-8", "replace").split()
+    expected_uid = SANDBOX_UID if os.geteuid() == 0 else os.getuid()
+    if len(words) != 3 or words[0] != str(expected_uid):
+        return False, f"the sandbox probe answered {completed.stdout[:100]!r}"
+    who = f"uid {words[0]}" + (" (nobody)" if words[0] == str(SANDBOX_UID) else "")
+    return True, f"bubblewrap sandbox usable ({who}, interpreter {sys.executable})"

@@ -1,0 +1,240 @@
+"""The parent's side of one sandboxed child process: ``Child`` starts the command line, writes
+one JSON line per sample and reads the reply through non-blocking pipes, drains stderr into a
+``CappedBuffer``, and kills the child (its process group and cgroups). What goes wrong on the
+pipes is raised as ``ReplyTimeout``, ``OutputFlood``, ``ChildDied`` or ``ProtocolViolation``
+for the runner to turn into a failure category. The protocol itself is described in
+``scoring/sandbox/child.py``."""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections import deque
+
+from scoring.sandbox.cgroups import Cgroups
+from scoring.sandbox.limits import SandboxLimits
+
+
+class ReplyTimeout(Exception):
+    """No reply before the deadline."""
+
+
+class OutputFlood(Exception):
+    """A reply line (or unterminated output) longer than ``output_bytes``."""
+
+
+class ChildDied(Exception):
+    """The child closed its stdout (it exited or was killed)."""
+
+
+class ProtocolViolation(Exception):
+    """A reply that is not a JSON object."""
+
+
+class CappedBuffer:
+    """Keeps the first 3/4 and the last 1/4 of ``limit`` bytes; counts what it drops."""
+
+    def __init__(self, limit: int):
+        self.head_limit = max(0, limit * 3 // 4)
+        self.tail_limit = max(0, limit - self.head_limit)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_limit:
+            self.tail_size -= len(self.tail[0])
+            self.dropped += len(self.tail.popleft())
+        if self.tail_size > self.tail_limit and self.tail:
+            excess = self.tail_size - self.tail_limit
+            self.tail[0] = self.tail[0][excess:]
+            self.tail_size -= excess
+            self.dropped += excess
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() \
+            if self.dropped else b""
+        return (bytes(self.head) + middle + tail).decode("utf-8", "replace")
+
+
+class Child:
+    """One sandboxed child process and its pipes (non-blocking, multiplexed with selectors)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, limits: SandboxLimits,
+                 stderr: CappedBuffer, cgroups: Cgroups | None, wraps_signals: bool):
+        self.limits = limits
+        self.stderr = stderr
+        self.cgroups = cgroups
+        self.wraps_signals = wraps_signals  # bwrap reports a signal N as exit code 128 + N
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=cwd,
+                                     start_new_session=True, close_fds=True)
+        self.out = bytearray()
+        self.selector = selectors.DefaultSelector()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+        self.selector.register(self.proc.stdout, selectors.EVENT_READ, "out")
+        self.selector.register(self.proc.stderr, selectors.EVENT_READ, "err")
+        self.stdout_open = True
+        self.stdin_open = True
+        self.closed = False
+        self.closed_pipes = False
+
+    # ------------------------------------------------------------------ I/O
+
+    def _take_line(self) -> bytes | None:
+        end = self.out.find(b"\n")
+        if end < 0:
+            if len(self.out) > self.limits.output_bytes:
+                raise OutputFlood(f"more than {self.limits.output_bytes} bytes without a line end")
+            return None
+        if end > self.limits.output_bytes:
+            raise OutputFlood(f"a reply of {end} bytes (limit {self.limits.output_bytes})")
+        line = bytes(self.out[:end])
+        del self.out[:end + 1]
+        return line
+
+    def _pump(self, timeout: float) -> None:
+        for key, _events in self.selector.select(timeout):
+            if key.data == "in":
+                continue  # handled by the writer loop
+            try:
+                data = os.read(key.fileobj.fileno(), 1 << 16)
+            except BlockingIOError:
+                continue
+            if key.data == "out":
+                if data:
+                    self.out += data
+                else:
+                    self.selector.unregister(key.fileobj)
+                    self.stdout_open = False
+            else:
+                if data:
+                    self.stderr.add(data)
+                else:
+                    self.selector.unregister(key.fileobj)
+
+    def exchange(self, message: dict | None, deadline: float) -> dict:
+        """Send ``message`` (if any), then return the next reply line as a dict."""
+        pending = memoryview(json.dumps(message).encode() + b"\n") if message is not None \
+            else memoryview(b"")
+        registered = bool(pending) and self.stdin_open
+        if registered:
+            self.selector.register(self.proc.stdin, selectors.EVENT_WRITE, "in")
+        try:
+            while pending and self.stdin_open:
+                try:
+                    written = os.write(self.proc.stdin.fileno(), pending)
+                    pending = pending[written:]
+                    continue
+                except BlockingIOError:
+                    pass
+                except (BrokenPipeError, OSError):
+                    self.stdin_open = False
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ReplyTimeout()
+                self._pump(min(remaining, 1.0))
+        finally:
+            if registered:
+                self.selector.unregister(self.proc.stdin)
+        while True:
+            line = self._take_line()
+            if line is not None:
+                try:
+                    reply = json.loads(line)
+                except ValueError:
+                    raise ProtocolViolation(f"not a JSON reply: {line[:120]!r}") from None
+                if not isinstance(reply, dict):
+                    raise ProtocolViolation(f"a reply must be a JSON object: {line[:120]!r}")
+                return reply
+            if not self.stdout_open:
+                raise ChildDied()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ReplyTimeout()
+            self._pump(min(remaining, 1.0))
+
+    # ------------------------------------------------------------------ ending
+
+    def _drain_stderr(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.closed_pipes and any(key.data == "err" for key in self.selector.get_map().values()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._pump(min(remaining, 0.2))
+
+    def _close_pipes(self) -> None:
+        self.closed_pipes = True
+        self.selector.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.cgroups is not None:
+            self.cgroups.kill_all()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._drain_stderr(0.2)
+        self._close_pipes()
+
+    def finish(self, *, graceful: bool) -> None:
+        """End the child: close stdin and let it exit (graceful), else kill it."""
+        if graceful and not self.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.stdin_open = False
+            deadline = time.monotonic() + 5
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                self._pump(0.05)
+        self.kill()
+
+    def death(self) -> tuple[str | None, int | None]:
+        """After stdout closed: (signal name, exit code) of the child."""
+        self._drain_stderr(1.0)
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        number = None
+        if code is not None and code < 0:
+            number = -code
+        elif code is not None and self.wraps_signals and code > 128:
+            number = code - 128
+        if number is not None:
+            try:
+                return signal.Signals(number).name, code
+            except ValueError:
+                return f"signal {number}", code
+        return None, code

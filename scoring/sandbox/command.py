@@ -1,0 +1,137 @@
+"""The command lines that start the child (docs/sandbox.md, "The sandbox").
+
+``bwrap_command`` builds bwrap + (as root) ``setpriv`` + ``prlimit`` + the inner command;
+``cgroup_wrapper`` puts a shell in front that joins the run's cgroups; ``child_env`` is the
+child's whole environment and ``host_env`` that of bwrap itself (nothing of the worker's);
+``find_tool`` finds the helper programs.
+
+When the worker runs as root (this project's machines), ``bwrap`` is started **without** a user
+namespace, so it can bind the Python runtime from wherever it lives (the venv's interpreter is
+under root's mode-700 home) read-only at the same path, creating the parent directories
+world-traversable (``--perms 0755 --dir``); it keeps only CAP_SETUID/CAP_SETGID for
+``setpriv``, which drops to uid/gid ``SANDBOX_UID`` with no groups, an empty capability
+bounding set and no_new_privs before ``prlimit`` and Python start. The child therefore is a
+real unprivileged uid (RLIMIT_NPROC is enforced, nothing root-owned is readable), in new pid,
+net, ipc, uts and cgroup namespaces, with a read-only minimal filesystem: ``/usr``
+(libraries), the Python runtime and its site-packages, the model directory, a private copy of
+the code and of the ``scoring`` runtime subset, a size-capped private tmpfs ``/tmp``, minimal
+``/dev`` and a ``/proc`` of its own pid namespace. Not root: ``bwrap --unshare-user`` runs the
+child as the worker's own unprivileged uid instead (no setpriv, no cgroups).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import PurePosixPath
+
+from scoring.sandbox.errors import SandboxUnavailable
+from scoring.sandbox.limits import SandboxLimits
+
+SANDBOX_UID = 65534  # nobody / nogroup
+SANDBOX_GID = 65534
+
+
+def _runtime_roots() -> list[str]:
+    """Directories holding the running interpreter, its stdlib and site-packages."""
+    executable = os.path.realpath(sys.executable)
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.dirname(executable))]
+    roots: list[str] = []
+    for candidate in candidates:
+        path = os.path.normpath(os.path.abspath(candidate))
+        if path == "/" or path == "/usr" or path.startswith("/usr/") or path in roots:
+            continue
+        roots.append(path)
+    roots = [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
+    for root in roots:
+        if os.path.exists(os.path.join(root, "manage.py")):
+            raise SandboxUnavailable(f"the Python runtime directory {root} looks like a project "
+                                     "checkout; use a virtualenv outside it")
+    return sorted(roots)
+
+
+def _top_level_links() -> list[str]:
+    args: list[str] = []
+    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(name):
+            args += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            args += ["--ro-bind", name, name]
+    return args
+
+
+def child_env(home: str, tmp: str) -> dict[str, str]:
+    bin_dir = os.path.join(sys.prefix, "bin")
+    return {
+        "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": tmp,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # cache directories of matplotlib / numba (imported by shap) into the private tmp
+        "MPLCONFIGDIR": os.path.join(tmp, "matplotlib"),
+        "NUMBA_CACHE_DIR": os.path.join(tmp, "numba"),
+    }
+
+
+def rlimit_command(limits: SandboxLimits, prlimit: str) -> list[str]:
+    cpu = max(1, int(limits.cpu_seconds))
+    return [prlimit, f"--as={int(limits.address_space)}", f"--cpu={cpu}:{cpu + 5}",
+            f"--nofile={int(limits.open_files)}", f"--fsize={int(limits.file_size)}",
+            f"--nproc={int(limits.processes)}", "--core=0", "--"]
+
+
+def find_tool(name: str) -> str | None:
+    return shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:" + os.environ.get("PATH", ""))
+
+
+def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
+                  inner: list[str]) -> list[str]:
+    """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro."""
+    as_root = os.geteuid() == 0
+    args = [find_tool("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try"]
+    if not as_root:
+        args += ["--unshare-user"]
+    # the private tmpfs first: binds below /tmp would otherwise be hidden by it
+    args += ["--size", str(int(limits.tmp_bytes)), "--perms", "1777", "--tmpfs", "/tmp"]
+    args += ["--ro-bind", "/usr", "/usr"] + _top_level_links()
+    made: set[str] = {"/", "/tmp", "/usr"}
+    destinations = [(source, source) for source in _runtime_roots()] + binds
+    for _, destination in destinations:
+        parents = list(PurePosixPath(destination).parents)[::-1][1:]  # without "/"
+        for parent in map(str, parents):
+            if parent not in made and not parent.startswith("/usr/"):
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+    for source, destination in destinations:
+        args += ["--ro-bind", source, destination]
+    args += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
+    for key, value in child_env("/tmp", "/tmp").items():
+        args += ["--setenv", key, value]
+    if as_root:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                 find_tool("setpriv") or "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}",
+                 f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
+                 "--bounding-set=-all", "--no-new-privs"]
+    else:
+        args += ["--"]
+    return args + rlimit_command(limits, find_tool("prlimit") or "/usr/bin/prlimit") + inner
+
+
+def cgroup_wrapper(procs_files: list[str], command: list[str]) -> list[str]:
+    """``sh`` joins the cgroups, then execs ``command`` (so every descendant is inside)."""
+    if not procs_files:
+        return command
+    script = ('while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; '
+              'exec "$@"')
+    return ["/bin/sh", "-c", script, "sh", *procs_files, "--", *command]
+
+
+def host_env() -> dict[str, str]:
+    """The environment of bwrap itself: nothing of the worker's (no secrets in /proc/1)."""
+    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}

@@ -1,0 +1,376 @@
+"""The runner: ``run_interpreter`` runs a submitted interpreter on the samples (docs/sandbox.md,
+"API" and "Failure categories").
+
+It starts ONE sandboxed child per submission (``scoring/sandbox/child.py``, copied into the jail
+as ``layout.CHILD_FILE``) that loads the hosted model once and imports the code, sends it one
+JSON line per sample (id, question, context, n_sentences and optionally the public sentence
+list; never any gold), validates every reply and returns a ``RunResult``. A per-sample timeout
+or death is that sample's fail and a fresh child goes on; everything else that goes wrong ends
+the submission with one of ``SUBMISSION_FAILURES``.
+
+``mode="none"`` (SANDBOX=none, development only) runs the same child with rlimits only and logs
+``LOUD_WARNING``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+
+from scoring.sandbox.availability import check_mode, sandbox_available
+from scoring.sandbox.cgroups import Cgroups
+from scoring.sandbox.child_process import CappedBuffer, Child, ChildDied, OutputFlood, ProtocolViolation, ReplyTimeout
+from scoring.sandbox.command import (
+    SANDBOX_UID,
+    bwrap_command,
+    cgroup_wrapper,
+    child_env,
+    find_tool,
+    host_env,
+    rlimit_command,
+)
+from scoring.sandbox.errors import SandboxUnavailable
+from scoring.sandbox.job_dir import Job, check_model_dir
+from scoring.sandbox.layout import CHILD_FILE, INSIDE
+from scoring.sandbox.limits import RunResult, SandboxLimits, public_sample, validate_scores
+
+logger = logging.getLogger(__name__)
+
+LOUD_WARNING = ("SANDBOX=none: submitted interpreter code runs WITHOUT a sandbox (no "
+                "namespaces, no uid change, no filesystem or network isolation; only rlimits "
+                "and the seccomp filter). "
+                "Development only: never use it where gold, databases or secrets live.")
+
+
+class _Fail(Exception):
+    """Ends the submission: ``category`` is a ``SUBMISSION_FAILURES`` key."""
+
+    def __init__(self, category: str, message: str, *, signal_name: str | None = None,
+                 exit_code: int | None = None):
+        super().__init__(message)
+        self.category = category
+        self.message = message
+        self.signal_name = signal_name
+        self.exit_code = exit_code
+
+
+def _crash_message(signal_name: str | None, exit_code: int | None, when: str,
+                   limits: SandboxLimits, oom: bool) -> str:
+    if oom:
+        return (f"the sandbox was killed {when}: it exceeded the memory limit of "
+                f"{limits.memory_bytes} bytes")
+    if signal_name:
+        hint = {"SIGXCPU": f" (the CPU-time limit of {limits.cpu_seconds} s)",
+                "SIGKILL": " (killed: memory, CPU hard limit or a kill)",
+                "SIGSEGV": " (a segmentation fault)",
+                "SIGXFSZ": f" (the file-size limit of {limits.file_size} bytes)"}.get(
+                    signal_name, "")
+        return f"the sandboxed process was killed by {signal_name}{hint} {when}"
+    return f"the sandboxed process exited (exit code {exit_code}) {when}"
+
+
+class _Runner:
+    """Starts (and restarts) the child of one run and releases what each start took."""
+
+    def __init__(self, job: Job, model_dir: Path, model_kind: str, limits: SandboxLimits,
+                 mode: str, result: RunResult):
+        self.job = job
+        self.model_dir = model_dir
+        self.model_kind = model_kind
+        self.limits = limits
+        self.mode = mode
+        self.result = result
+        self.stderr = CappedBuffer(limits.stderr_bytes)
+        self.cgroups: Cgroups | None = None
+        self.model_bind: Path | None = None
+
+    def _command(self) -> tuple[list[str], dict[str, str], str]:
+        if self.mode == "none":
+            config = {"model_dir": str(self.model_dir), "model_kind": self.model_kind,
+                      "code_dir": str(self.job.code), "runtime_dir": str(self.job.runtime),
+                      "entry": self.job.entry, "seccomp": True}
+            inner = [sys.executable, "-B", "-s", str(self.job.runtime / CHILD_FILE),
+                     json.dumps(config)]
+            prlimit = find_tool("prlimit")
+            command = (rlimit_command(self.limits, prlimit) if prlimit else []) + inner
+            tmp = str(self.job.tmp)
+            return command, child_env(tmp, tmp), tmp
+        config = {"model_dir": f"{INSIDE}/model", "model_kind": self.model_kind,
+                  "code_dir": f"{INSIDE}/code", "runtime_dir": f"{INSIDE}/runtime",
+                  "entry": self.job.entry, "seccomp": True}
+        inner = [sys.executable, "-B", "-s", f"{INSIDE}/runtime/{CHILD_FILE}",
+                 json.dumps(config)]
+        if self.model_bind is None:
+            started = time.monotonic()
+            self.model_bind, how = self.job.model_source(self.model_dir)
+            if how == "copied":
+                logger.info("sandbox: %s is not world-readable; copied it for the sandbox user "
+                            "in %.2f s (chmod -R o+rX it to bind it directly)", self.model_dir,
+                            time.monotonic() - started)
+        binds = [(str(self.job.code), f"{INSIDE}/code"),
+                 (str(self.job.runtime), f"{INSIDE}/runtime"),
+                 (str(self.model_bind), f"{INSIDE}/model")]
+        self.cgroups = Cgroups(f"{self.job.name}-{uuid.uuid4().hex[:8]}", self.limits)
+        command = cgroup_wrapper(self.cgroups.procs_files(),
+                                 bwrap_command(binds, self.limits, inner))
+        return command, host_env(), str(self.job.root)
+
+    def _release_cgroups(self) -> bool:
+        oom = False
+        if self.cgroups is not None:
+            oom = self.cgroups.oom_killed()
+            self.cgroups.remove()
+            self.cgroups = None
+        return oom
+
+    def start(self, total_deadline: float) -> Child:
+        """Launch a child and wait for "ready"; raise _Fail on a submission-level failure."""
+        command, env, cwd = self._command()
+        if not self.result.isolation:
+            self.result.isolation = self._isolation()
+        started = time.monotonic()
+        try:
+            child = Child(command, env, cwd, self.limits, self.stderr, self.cgroups,
+                          wraps_signals=self.mode == "bwrap")
+        except OSError as error:
+            self._release_cgroups()
+            raise _Fail("load_error", f"the sandbox could not be started: {error}") from None
+        deadline = min(started + self.limits.startup_seconds, total_deadline)
+        phase = "model"
+        try:
+            reply = child.exchange(None, deadline)
+            event = reply.get("event")
+            if event == "load_error":
+                raise _Fail("load_error", f"the model could not be loaded: {reply.get('type')}: "
+                                          f"{reply.get('message')}")
+            if event != "loaded":
+                raise ProtocolViolation(f"unexpected start-up message {str(reply)[:120]}")
+            if self.result.model_load_seconds is None:
+                self.result.model_load_seconds = float(reply.get("seconds", 0.0))
+            if reply.get("seccomp"):
+                if "seccomp" not in self.result.isolation:
+                    self.result.isolation.append("seccomp")
+            elif self.mode == "bwrap":
+                logger.info("sandbox: seccomp not installed (%s)", reply.get("seccomp_problem"))
+            phase = "import"
+            reply = child.exchange(None, deadline)
+            event = reply.get("event")
+            if event == "import_error":
+                summary = f"{reply.get('type')}: {reply.get('message')}"
+                trace = str(reply.get("traceback") or "").rstrip()
+                raise _Fail("import_error", f"importing the code failed: {summary}"
+                            + (f"\n{trace}" if trace and trace != summary else ""))
+            if event != "ready":
+                raise ProtocolViolation(f"unexpected start-up message {str(reply)[:120]}")
+            if self.result.import_seconds is None:
+                self.result.import_seconds = float(reply.get("seconds", 0.0))
+        except ReplyTimeout:
+            child.kill()
+            self._release_cgroups()
+            if time.monotonic() >= total_deadline:
+                raise _Fail("total_timeout", f"the submission exceeded its total limit of "
+                                             f"{self.limits.total_seconds} s while starting")
+            if phase == "model":
+                raise _Fail("load_error", f"loading the model took more than "
+                                          f"{self.limits.startup_seconds} s") from None
+            raise _Fail("import_error", f"importing the code took more than "
+                                        f"{self.limits.startup_seconds} s") from None
+        except ChildDied:
+            signal_name, code = child.death()
+            child.kill()
+            oom = self._release_cgroups()
+            if phase == "model":
+                raise _Fail("load_error", "the sandboxed process ended while loading the model "
+                            f"(exit code {code}, {signal_name or 'no signal'}): "
+                            f"{self.stderr.text()[-600:]}", signal_name=signal_name,
+                            exit_code=code) from None
+            raise _Fail("crashed", _crash_message(signal_name, code, "while importing the code",
+                                                  self.limits, oom),
+                        signal_name=signal_name, exit_code=code) from None
+        except OutputFlood as error:
+            child.kill()
+            self._release_cgroups()
+            raise _Fail("output_flood", f"output flood during start-up: {error}") from None
+        except ProtocolViolation as error:
+            child.kill()
+            self._release_cgroups()
+            raise _Fail("protocol_error", str(error)) from None
+        except _Fail:
+            child.finish(graceful=False)
+            self._release_cgroups()
+            raise
+        except BaseException:
+            child.kill()
+            self._release_cgroups()
+            raise
+        seconds = time.monotonic() - started
+        self.result.startups.append(seconds)
+        if self.result.startup_seconds is None:
+            self.result.startup_seconds = seconds
+        return child
+
+    def _isolation(self) -> list[str]:
+        if self.mode == "none":
+            return ["rlimits"]
+        layers = ["bwrap", "pid/net/ipc/uts/cgroup namespaces", "read-only minimal filesystem"]
+        layers.append(f"uid {SANDBOX_UID}" if os.geteuid() == 0 else
+                      f"user namespace (uid {os.getuid()})")
+        layers.append("rlimits")
+        if self.cgroups is not None:
+            layers += self.cgroups.isolation()
+        return layers
+
+    def stop(self, child: Child | None, *, graceful: bool) -> None:
+        if child is not None:
+            child.finish(graceful=graceful)
+        self._release_cgroups()
+
+
+def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dict], *,
+                    limits: SandboxLimits | None = None, mode: str | None = "bwrap",
+                    progress: Callable[[int, int], None] | None = None,
+                    protected: Iterable = (), models_root=None) -> RunResult:
+    """Run a submitted interpreter on ``samples`` inside the sandbox; see the module docstring.
+
+    ``samples``: dicts with ``id``, ``question``, ``context``, ``n_sentences`` and optionally
+    the public ``sentences`` list (passed to ``interpret`` as ``sentences=`` when it accepts
+    that keyword); any other key is dropped. ``progress(done, total)`` is called after every
+    sample; an exception it raises stops the run (the sandbox is cleaned up) and propagates.
+    A per-sample timeout or a death of the child during a sample is that sample's fail
+    (``timeout`` / ``crashed``) and a fresh child is started for the next sample; a child that
+    keeps dying fails the submission (``too_many_crashes``). ``protected``/``models_root``:
+    see ``check_model_dir``, applied before anything is bound (``UnsafeModelDir``).
+    """
+    limits = limits or SandboxLimits()
+    mode = check_mode(mode)
+    available, reason = sandbox_available(mode)
+    if not available:
+        raise SandboxUnavailable(reason)
+    if mode == "none":
+        logger.warning(LOUD_WARNING)
+    code_path, model_dir = Path(code_path), Path(model_dir)
+    if not model_dir.is_dir():
+        raise FileNotFoundError(f"model directory {model_dir} does not exist")
+    check_model_dir(model_dir, protected, models_root=models_root)
+    public = [public_sample(sample) for sample in samples]
+    ids = [sample["id"] for sample in public]
+    if len(set(ids)) != len(ids):
+        raise ValueError("sample ids must be unique")
+
+    result = RunResult(total=len(public), mode=mode)
+    began = time.monotonic()
+    total_deadline = began + limits.total_seconds
+    job = Job(code_path)
+    result.job = job.name
+    runner = _Runner(job, model_dir, model_kind, limits, mode, result)
+    child: Child | None = None
+    graceful = False
+    crashes = consecutive_crashes = 0
+    try:
+        index = 0
+        while index < len(public):
+            if child is None:
+                child = runner.start(total_deadline)
+            sample = public[index]
+            sample_id = sample["id"]
+            sent = time.monotonic()
+            deadline = min(sent + limits.per_sample_seconds, total_deadline)
+            try:
+                reply = child.exchange(sample, deadline)
+            except ReplyTimeout:
+                runner.stop(child, graceful=False)
+                child = None
+                if time.monotonic() >= total_deadline:
+                    raise _Fail("total_timeout", f"the submission exceeded its total limit of "
+                                                 f"{limits.total_seconds} s") from None
+                result.failures[sample_id] = "timeout"
+                result.failure_details[sample_id] = (f"interpret ran longer than "
+                                                     f"{limits.per_sample_seconds} s")
+            except ChildDied:
+                # Like a timeout: this sample fails (QUACKIE counts it), a fresh child goes on.
+                signal_name, code = child.death()
+                child.kill()
+                child = None
+                oom = runner._release_cgroups()
+                message = _crash_message(signal_name, code, f"while scoring sample {sample_id}",
+                                         limits, oom)
+                result.failures[sample_id] = "crashed"
+                result.failure_details[sample_id] = message
+                crashes += 1
+                consecutive_crashes += 1
+                if consecutive_crashes >= limits.max_consecutive_crashes \
+                        or crashes > limits.max_crashes:
+                    how = (f"on {consecutive_crashes} samples in a row"
+                           if consecutive_crashes >= limits.max_consecutive_crashes
+                           else f"on {crashes} samples (the limit is {limits.max_crashes})")
+                    raise _Fail("too_many_crashes", f"the sandboxed process died {how}; the "
+                                f"last time: {message}", signal_name=signal_name,
+                                exit_code=code) from None
+            except OutputFlood as error:
+                raise _Fail("output_flood", f"sample {sample_id}: {error}") from None
+            except ProtocolViolation as error:
+                raise _Fail("protocol_error", f"sample {sample_id}: {error}") from None
+            else:
+                consecutive_crashes = 0
+                result.sample_seconds[sample_id] = time.monotonic() - sent
+                _record(result, sample, reply)
+            if child is None:  # killed by a timeout or dead: the next sample gets a new one
+                result.sample_seconds[sample_id] = time.monotonic() - sent
+                if index + 1 < len(public):
+                    result.restarts += 1
+            index += 1
+            if progress:
+                progress(result.done, result.total)
+        graceful = True
+    except _Fail as failure:
+        result.status = "failed"
+        result.failure = failure.category
+        result.message = failure.message
+        result.signal = failure.signal_name
+        result.exit_code = failure.exit_code
+    finally:
+        runner.stop(child, graceful=graceful)
+        job.cleanup()
+        result.total_seconds = time.monotonic() - began
+        result.stderr = runner.stderr.text()
+    if result.status == "ok":
+        fails = len(result.failures)
+        result.message = (f"{len(result.scores)} of {result.total} samples scored"
+                          + (f", {fails} failed" if fails else ""))
+    return result
+
+
+def _record(result: RunResult, sample: dict, reply: dict) -> None:
+    sample_id = sample["id"]
+    if reply.get("id") != sample_id:
+        raise _Fail("protocol_error", f"a reply for {str(reply.get('id'))[:60]!r} arrived "
+                                      f"while sample {sample_id} was expected")
+    if isinstance(reply.get("seconds"), (int, float)):
+        result.compute_seconds[sample_id] = float(reply["seconds"])
+    if "error" in reply:
+        error = reply["error"] if isinstance(reply["error"], dict) else {}
+        result.failures[sample_id] = "exception"
+        detail = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
+        trace = error.get("traceback")
+        # The trace ends with the exception line itself: without user frames it adds nothing.
+        useful = trace and trace.strip() != detail
+        result.failure_details[sample_id] = f"{detail}\n{trace}".strip() if useful else detail
+        return
+    if "not_a_list" in reply:
+        result.failures[sample_id] = "not_a_list"
+        result.failure_details[sample_id] = (f"interpret returned "
+                                             f"{str(reply['not_a_list'])[:60]}, not a sequence")
+        return
+    if "scores" not in reply:
+        raise _Fail("protocol_error", f"the reply for sample {sample_id} has no scores")
+    scores, category, detail = validate_scores(reply["scores"], sample["n_sentences"])
+    if category:
+        result.failures[sample_id] = category
+        result.failure_details[sample_id] = detail
+    else:
+        result.scores[sample_id] = scores

@@ -1,0 +1,175 @@
+import json
+import math
+import os
+import tempfile
+import time
+
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.models import Profile
+from benchmark.models import Task, TestSet
+from scoring.sandbox import write_baseline_code
+from submissions.code_runs import claim_and_run
+from submissions.intake import SubmissionRefused, submit, submit_predictions
+from submissions.models import BASELINES_USERNAME, Status, Submission
+from submissions.runs import claim_and_score
+
+
+class SampleFailures:
+    """Samples a method failed on, counted per category (the sandbox's names: ``exception``,
+    ``not_finite``), with the first one kept for the report."""
+
+    def __init__(self):
+        self.counts = {}
+        self.first = ""
+
+    def add(self, sample_id, category, detail):
+        self.counts[category] = self.counts.get(category, 0) + 1
+        if not self.first:
+            detail = " ".join(str(detail).split())
+            self.first = f"sample {sample_id}: {category}: {detail[:200]}"
+
+    def __bool__(self):
+        return bool(self.counts)
+
+    def summary(self):
+        total = sum(self.counts.values())
+        kinds = ", ".join(f"{category} {count}" for category, count in sorted(self.counts.items()))
+        return f"{total} sample{'s' if total != 1 else ''} failed ({kinds})"
+
+
+class Command(BaseCommand):
+    help = ("Run the built-in QUACKIE baselines (Random, Gradient, IntegratedGradients, SmoothGrad, LIME, SHAP with "
+            "sum/max aggregation) on a track's included samples and score them like any score file.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--track", required=True, help="task slug quackie-<set>-<model>")
+        parser.add_argument("--methods", nargs="*", help="default: all")
+        parser.add_argument("--limit", type=int, help="only the first N included samples (quick runs)")
+        parser.add_argument("--sandbox", action="store_true",
+                            help="submit each method as interpreter code and run it through the code-submission "
+                                 "sandbox, exactly as a researcher's code is run (all included samples)")
+
+    def handle(self, *args, **opts):
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # torch is heavy and reads OMP_WAIT_POLICY when it loads: imported after the line above.
+        import torch  # noqa: PLC0415
+
+        from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415
+        from scoring.models.interpreters import BASELINE_METHODS, interpret_many  # noqa: PLC0415
+
+        torch.set_num_threads(2)
+        task = Task.objects.filter(slug=opts["track"], kind=Task.INTERPRETATION).select_related("track").first()
+        if task is None or not hasattr(task, "track"):
+            raise CommandError(f"{opts['track']}: no QUACKIE track of that name")
+        test_set = task.current_test_set()
+        if test_set is None:
+            raise CommandError(f"{task.slug}: inclusion flags not computed yet (track {task.track.status})")
+        methods = opts["methods"] or list(BASELINE_METHODS)
+        unknown = set(methods) - set(BASELINE_METHODS)
+        if unknown:
+            raise CommandError(f"unknown methods {sorted(unknown)}; known: {', '.join(BASELINE_METHODS)}")
+        user = self.baselines_user()
+        if opts["sandbox"]:
+            if opts["limit"]:
+                raise CommandError("--limit does not apply with --sandbox: code runs on every included sample")
+            return self.run_in_sandbox(task, user, methods)
+        samples = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs["data"]
+        if opts["limit"]:
+            samples = samples[: opts["limit"]]
+        # The default batch size: 2 for a QA model, as officially (its unmasked padding makes the
+        # numbers depend on the batch; the sandbox loads it the same way), 8 for a classifier.
+        model = load_hosted_model(task.track.hosted_model.path, task.track.hosted_model.kind)
+        # All methods per sample in one pass: the sum and max rows of a family share their
+        # model calls (interpret_many), which halves the cost of LIME, SHAP and the gradients.
+        scores = {method: {} for method in methods}
+        seconds = {method: 0.0 for method in methods}
+        failures = {method: SampleFailures() for method in methods}
+        for done, sample in enumerate(samples, 1):
+            sample_id = sample["sample_id"]
+            for group in self.families(methods):
+                started = time.monotonic()
+                try:
+                    results = interpret_many(group, model, sample["question"], sample["context"],
+                                             sample["sentences"], seed=0)
+                except Exception as exc:  # noqa: BLE001  (one sample's failure must not end the run)
+                    results, error = None, f"{type(exc).__name__}: {exc}"
+                share = (time.monotonic() - started) / len(group)
+                for method in group:
+                    seconds[method] += share
+                    if results is None:
+                        failures[method].add(sample_id, "exception", error)
+                    elif not all(math.isfinite(value) for value in results[method]):
+                        failures[method].add(sample_id, "not_finite", "a score is NaN or infinite")
+                    else:
+                        scores[method][sample_id] = results[method]
+            if done % 25 == 0 or done == len(samples):
+                self.stderr.write(f"  {done}/{len(samples)} samples explained", ending="\r")
+        self.stderr.write("")
+        n = max(len(samples), 1)
+        for method in methods:
+            # A failed sample is left out of the score file: scored as a counted fail, as the
+            # sandbox path does with a sample whose interpreter raised or returned NaN.
+            description = f"Built-in baseline on {len(samples)} samples ({seconds[method] / n:.2f} s/sample)."
+            if failures[method]:
+                description += f" {failures[method].summary()}."
+            upload = SimpleUploadedFile(f"{method}.json", json.dumps(scores[method]).encode(), "application/json")
+            submission = submit_predictions(
+                user=user, task=task, uploaded_file=upload, method_name=method, enforce_quota=False,
+                description=description)
+            claim_and_score(submission.pk)
+            submission.refresh_from_db()
+            self.report(method, submission, seconds[method] / n)
+            if failures[method]:
+                self.stdout.write(f"  {method}: {failures[method].summary()}; first: {failures[method].first}")
+
+    @staticmethod
+    def families(methods):
+        """Methods grouped by explanation family (their sum/max rows share one explanation)."""
+        from scoring.models.interpreters import family_of  # noqa: PLC0415  (imports torch)
+
+        groups = {}
+        for method in methods:
+            groups.setdefault(family_of(method), []).append(method)
+        return list(groups.values())
+
+    def baselines_user(self):
+        user, _ = User.objects.get_or_create(username=BASELINES_USERNAME, defaults={"is_active": False})
+        Profile.objects.get_or_create(user=user, defaults={"team": "ExpBench built-in baseline"})
+        return user
+
+    def run_in_sandbox(self, task, user, methods):
+        """The same path as a researcher's interpreter: generated code module, upload validation,
+        sandbox runner, QUACKIE scoring (docs/sandbox.md; proves the runner with real methods)."""
+        for method in methods:
+            with tempfile.TemporaryDirectory() as scratch:
+                path = write_baseline_code(method, scratch, seed=0)
+                upload = SimpleUploadedFile(path.name, path.read_bytes(), "text/x-python")
+            try:
+                submission = submit(kind=Submission.CODE, user=user, task=task, uploaded_file=upload,
+                                    method_name=method, enforce_quota=False,
+                                    description="Built-in baseline run as interpreter code in the sandbox.")
+            except SubmissionRefused as exc:
+                raise CommandError(str(exc)) from exc
+            if submission.status == Status.REJECTED:
+                raise CommandError(f"{method}: generated code refused: {submission.error_message}")
+            started = time.monotonic()
+            # Runs here; a worker that picks up the queued message finds it already claimed.
+            claim_and_run(submission.pk)
+            submission.refresh_from_db()
+            if submission.status != Status.SCORED:
+                raise CommandError(f"{method}: {submission.status}: {submission.error_message}")
+            done = submission.details.get("progress", {}).get("done") or 1
+            self.report(method, submission, (time.monotonic() - started) / done)
+
+    def report(self, method, submission, seconds_per_sample):
+        s = submission.scores
+        line = (f"{method:28s} IoU {s.get('iou') or 0:6.2f}  HPD {s.get('hpd') or 0:6.2f}  "
+                f"SNR {s.get('snr') or 0:7.2f}  fails {submission.details['quackie']['fails']}  "
+                f"{seconds_per_sample:6.2f} s/sample")
+        sandbox = submission.details.get("sandbox")
+        if sandbox:
+            line += f"  (sandbox {sandbox['mode']}, start-up {sandbox['startup_seconds']:.1f} s)"
+        self.stdout.write(line)

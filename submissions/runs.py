@@ -1,0 +1,92 @@
+"""Scoring runs, the worker side of prediction files: read the stored upload of a claimed
+submission, parse and score it with its scorer, store the scores with their bootstrap CIs and
+schedule the diagnostics. (Interpreter code runs are in ``code_runs``.)"""
+import logging
+import math
+import time
+
+from django.conf import settings
+
+from scoring import stats
+
+from . import diagnostics, lifecycle
+from .models import ErrorCategory, Status
+from .scorers import InvalidPredictions, scorer_for
+
+log = logging.getLogger(__name__)
+
+
+def claim_and_score(submission_id: int, *, hold_seconds: float = 0.0) -> str:
+    """What the scoring worker does with a message: claim the submission, score it, store the
+    result. Returns the status it ends in, or "skipped" when there was nothing to claim.
+    ``hold_seconds`` holds the claimed run open first (fault injection in the tests only)."""
+    submission = lifecycle.start_run(submission_id)
+    if submission is None:
+        return "skipped"
+    if hold_seconds:
+        time.sleep(hold_seconds)
+    run_scoring(submission)
+    return submission.status
+
+
+def run_scoring(submission):
+    """Score a claimed (running) submission and store the result. Called by the worker.
+
+    Any unexpected exception (scorer, confidence intervals, storing) fails the run at once as
+    a scorer error: left running, it would wait for the reaper to call it a lost worker."""
+    try:
+        finished = _score_and_store(submission)
+    except Exception as exc:
+        # Only the exception type is logged: messages could quote gold text.
+        log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
+        return lifecycle.fail_run(
+            submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
+        )
+    if finished and submission.status == Status.SCORED and submission.task.kind in (
+            "span", "multichoice", "classification"):
+        diagnostics.schedule(submission)
+    return finished
+
+
+def _score_and_store(submission):
+    """Read, parse, score and store: the run ends scored, rejected (invalid file) or failed
+    (file lost). Returns whether this attempt still owned the run and finished it."""
+    scorer = scorer_for(submission.task, submission.kind)
+    try:
+        with submission.file.open("rb") as handle:
+            raw = handle.read()
+    except OSError:
+        log.error("submission %s: stored file missing", submission.pk)
+        return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
+    try:
+        predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
+    except InvalidPredictions as exc:
+        return lifecycle.reject_run(submission, str(exc))
+    run = scorer.score(submission.task, submission.test_set, predictions)
+    return lifecycle.store_scores(
+        submission,
+        scores=run.scores,
+        ci=confidence_intervals(submission.task, run.item_rows),
+        item_scores=run.item_rows,
+        total=run.total,
+        unanswered=run.unanswered,
+        scorer_version=scorer.version,
+        details=run.details,
+    )
+
+
+def confidence_intervals(task, item_rows):
+    """95% bootstrap CI per metric (0-100 scale). Metrics defined on every item share one
+    resample matrix; a metric with undefined items (None, e.g. QUACKIE fails or an undefined
+    SNR) is resampled over its defined items only, like its mean."""
+    keys = [key for key, _ in task.metric_columns]
+    per_metric = {key: [row[i] for row in item_rows] for i, key in enumerate(keys)}
+    complete = {k: [v * 100 for v in values] for k, values in per_metric.items() if None not in values}
+    resampled = stats.bootstrap_cis(complete, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
+    cis = {k: list(b) for k, b in resampled.items()}
+    for key, values in per_metric.items():
+        if key not in complete:
+            defined = [v * 100 for v in values if v is not None]
+            cis[key] = list(stats.bootstrap_ci(defined, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
+    # No defined item (NaN) or an overflow (inf): no interval (JSON null; jsonb refuses both).
+    return {key: bounds if all(math.isfinite(b) for b in bounds) else None for key, bounds in cis.items()}

@@ -1,0 +1,92 @@
+"""The layout's rules (docs/architecture.md), checked on the source as it is now."""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import import_graph
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = [p for p in import_graph.product_files(ROOT) if "migrations" not in p.parts]
+MAX_LINES = 600
+
+
+def relative(path):
+    return str(path.relative_to(ROOT))
+
+
+def test_the_import_graph_has_no_cycle_and_no_hidden_import():
+    edges, deferred = import_graph.graph(ROOT)
+    assert import_graph.cycles(edges) == []
+    assert deferred == [], "product code imported inside a function hides cycles; see docs/architecture.md"
+    # The graph is not empty by accident: the apps do import each other downwards.
+    assert "benchmark.models" in edges["submissions.models"] | edges["submissions.intake"]
+
+
+def test_the_cycle_finder_finds_a_planted_cycle(tmp_path):
+    package = tmp_path / "core"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from core import b\n")
+    (package / "b.py").write_text("def f():\n    from core.c import g\n")
+    (package / "c.py").write_text("from .a import x\n")
+    edges, deferred = import_graph.graph(tmp_path)
+    assert import_graph.cycles(edges) == [["core.a", "core.b", "core.c"]]
+    assert deferred == [("core/b.py", 2, "core.c")]
+
+
+def test_scoring_never_imports_django():
+    for path in (ROOT / "scoring").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            assert not any(n.split(".")[0] in {"django", "rest_framework", "celery"} for n in names), relative(path)
+
+
+def status_writes(tree):
+    """Lines that write a submission's status: ``x.status = ...`` on a submission-like name, or a
+    queryset ``.update(status=...)`` whose chain names ``Submission``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (isinstance(target, ast.Attribute) and target.attr == "status"
+                        and "sub" in ast.unparse(target.value).lower()):
+                    yield node.lineno
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
+                and any(k.arg == "status" for k in node.keywords) and "Submission" in ast.unparse(node.func.value)):
+            yield node.lineno
+
+
+def test_every_submission_status_write_goes_through_the_transition_function():
+    owner = ROOT / "submissions" / "lifecycle.py"
+    offenders = [f"{relative(p)}:{line}" for p in PRODUCT if p != owner
+                 for line in status_writes(ast.parse(p.read_text(encoding="utf-8")))]
+    assert offenders == []
+    planted = "Submission.objects.filter(pk=1).update(status='scored')\nsubmission.status = 'failed'\n"
+    assert sorted(status_writes(ast.parse(planted))) == [1, 2]  # the scan does see writes
+
+
+def test_no_module_is_long_without_saying_why():
+    long_ones = []
+    for path in PRODUCT:
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_LINES and "Why this module is long:" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long_ones.append(relative(path))
+    assert long_ones == []
+
+
+OUTSIDE_CITATION = re.compile(r"SPEC\s*§|\breference[/ ][\w.-]+\.md|shared/reference|\bseed \d{3}\b|\bseed's\b", re.I)
+
+
+@pytest.mark.parametrize("folder", ["scoring", "core", "accounts", "benchmark", "submissions", "leaderboards",
+                                    "config", "expbench_client", "templates", "docs"])
+def test_nothing_cites_a_document_outside_the_repository_or_an_internal_label(folder):
+    found = []
+    for path in sorted((ROOT / folder).rglob("*")):
+        if path.suffix in {".py", ".html", ".md", ".txt"} and "resources" not in path.parts:
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if OUTSIDE_CITATION.search(line):
+                    found.append(f"{relative(path)}:{number}: {line.strip()}")
+    assert found == []
