@@ -15,8 +15,9 @@ sentence, higher = more important. Names follow the official ``results.json`` ro
   defaults ``labels=(1,)``, ``num_features=10``; the question is held fixed and every
   perturbation goes through the model's batched ``predict_proba`` in one call.
 * ``SHAP_{10,100}_{sum,max}``: ``shap.KernelExplainer`` (identity link) over the unique
-  lower-cased non-punctuation words (removing a feature removes all its occurrences, punctuation
-  always stays), background = all words removed, ``nsamples`` n, explaining P(answer).
+  lower-cased non-punctuation words, one column each in order of first occurrence in the context
+  (not sorted; removing a feature removes all its occurrences, punctuation always stays),
+  background = all words removed, ``nsamples`` n, explaining P(answer).
 
 Token -> sentence aggregation. Gradient methods map each context token to a frozen sentence
 through the tokenizer's **offset mapping**: a token belongs to the sentence whose character span
@@ -255,13 +256,16 @@ def _word_occurrences(context: str, sentences: Sequence[str]) -> list[tuple[int,
 
 def shap_word_weights(model, question: str, context: str, sentences: Sequence[str],
                       n_samples: int, *, seed: int = 0) -> dict[str, float]:
-    """Kernel SHAP values of P(answer) for the unique lower-cased words of the context."""
+    """Kernel SHAP values of P(answer) for the unique lower-cased words of the context, keyed by
+    word in order of first occurrence (the order of the explainer's columns)."""
     with warnings.catch_warnings():  # shap's import warns about matplotlib colormap APIs
         warnings.simplefilter("ignore")
         import shap  # noqa: PLC0415  (heavy: SHAP only)
 
     occurrences = _word_occurrences(context, sentences)
-    features = sorted({context[a:b].lower() for a, b in occurrences})
+    # one column per distinct word in order of first occurrence (sentence, then word order), as
+    # officially; the column order decides which words the seeded sampler masks together
+    features = list(dict.fromkeys(context[a:b].lower() for a, b in occurrences))
     if not features:
         return {}
     feature_index = {word: i for i, word in enumerate(features)}

@@ -5,6 +5,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import math  # noqa: E402
+import re  # noqa: E402
+import warnings  # noqa: E402
 
 import nltk  # noqa: E402
 import numpy as np  # noqa: E402
@@ -110,6 +112,101 @@ def test_perturbation_methods_see_a_reacting_model(models):
     shap_weights = I.shap_word_weights(models["classification"], QUESTION, CONTEXT, SENTENCES, 100)
     assert "paris" in shap_weights and "Paris" not in shap_weights  # lower-cased features
     assert '"' not in shap_weights and "." not in shap_weights  # punctuation always kept
+
+
+# A context whose planted sentence (the first) holds words that sort last alphabetically, so the
+# explainer's columns differ between first-occurrence order and sorted order.
+PLANTED = "the zebra yawned at noon. a big apple fell. every cat ate the apple."
+PLANTED_WORDS = ["the", "zebra", "yawned", "at", "noon", "a", "big", "apple", "fell", "every", "cat",
+                 "ate"]  # distinct words in order of first occurrence (sorted would start a, apple)
+
+
+def _words(text):
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def _shap():
+    with warnings.catch_warnings():  # shap's import warns about matplotlib colormap APIs
+        warnings.simplefilter("ignore")
+        import shap
+    return shap
+
+
+def _planted_probability(words):
+    """P(answer) of a stub classifier: mostly the planted sentence's words (with an interaction)."""
+    zebra, yawned = "zebra" in words, "yawned" in words
+    return 0.1 + 0.5 * zebra + 0.3 * (zebra and yawned) + 0.05 * ("cat" in words)
+
+
+class BagOfWordsModel:
+    """A stub classifier that looks only at which words a text contains; records its inputs."""
+    kind = "classification"
+
+    def __init__(self):
+        self.texts = []
+
+    def predict_proba(self, question, texts):
+        self.texts.extend(texts)
+        p = np.array([_planted_probability(_words(text)) for text in texts])
+        return np.column_stack([1 - p, p])
+
+
+def test_shap_columns_are_the_words_in_sentence_order(monkeypatch):
+    """Column j of the explainer is the j-th distinct word of the context (official order), and
+    its weight comes back on that word and its sentences; recorded with a stand-in explainer that
+    keeps one column at a time (weight = the effect of that word alone)."""
+    shap = _shap()
+
+    class OneColumnAtATime:
+        def __init__(self, f, background, link):
+            assert link == "identity" and not background.any()
+            self.f = f
+
+        def shap_values(self, x, nsamples, silent):
+            m = x.shape[1]
+            return (self.f(np.eye(m)) - self.f(np.zeros((1, m))))[None, :]
+
+    monkeypatch.setattr(shap, "KernelExplainer", OneColumnAtATime)
+    model = BagOfWordsModel()
+    sentences = nltk.sent_tokenize(PLANTED)
+    weights = I.shap_word_weights(model, QUESTION, PLANTED, sentences, 10)
+    # the texts of rows e_0, e_1, ...: each keeps exactly the j-th word (all its occurrences)
+    assert [_words(text) for text in model.texts[:len(PLANTED_WORDS)]] == [{w} for w in PLANTED_WORDS]
+    assert list(weights) == PLANTED_WORDS
+    assert weights == pytest.approx({w: {"zebra": 0.5, "cat": 0.05}.get(w, 0.0) for w in PLANTED_WORDS})
+    scores = I.interpret("SHAP_10_sum", BagOfWordsModel(), QUESTION, PLANTED, sentences)
+    assert scores == pytest.approx([0.5, 0.0, 0.05])  # the planted sentence on top
+
+
+@pytest.mark.parametrize("n", I.PERTURBATION_SIZES)
+def test_shap_matches_kernel_shap_over_the_words_in_sentence_order(n):
+    """Seed for seed, our SHAP weights are Kernel SHAP over the distinct words in order of first
+    occurrence (the official columns): the seeded sampler masks the same words together. Sorted
+    columns draw other coalitions and give other numbers (at 10 samples: zebra 0.0, at 0.7)."""
+    shap = _shap()
+
+    def presence(matrix):
+        return np.array([_planted_probability({w for w, z in zip(PLANTED_WORDS, row) if z > 0.5})
+                         for row in np.atleast_2d(matrix)])
+
+    m = len(PLANTED_WORDS)
+    state = np.random.get_state()
+    np.random.seed(I.sample_seed(0, QUESTION))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = shap.KernelExplainer(presence, np.zeros((1, m)), link="identity").shap_values(
+                np.ones((1, m)), nsamples=n, silent=True)
+    finally:
+        np.random.set_state(state)
+    reference = dict(zip(PLANTED_WORDS, np.asarray(values, dtype=float).reshape(-1)))
+    sentences = nltk.sent_tokenize(PLANTED)
+    ours = I.shap_word_weights(BagOfWordsModel(), QUESTION, PLANTED, sentences, n)
+    assert ours == pytest.approx(reference, abs=1e-12)
+    assert list(ours) == PLANTED_WORDS
+    scores = I.interpret(f"SHAP_{n}_sum", BagOfWordsModel(), QUESTION, PLANTED, sentences)
+    assert scores == pytest.approx(I.words_to_sentences(reference, sentences, "sum"), abs=1e-12)
+    assert int(np.argmax(scores)) == 0  # the planted sentence
 
 
 def test_sum_and_max_aggregation_on_a_hand_made_token_vector():
