@@ -2,16 +2,18 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from .forms import SignupForm
+from .http import AuthenticatedHttpRequest
 from .models import Profile
 
 
-def signup(request):
+def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("home")
     form = SignupForm(request.POST or None)
@@ -29,14 +31,14 @@ def signup(request):
 
 
 @login_required
-def account(request):
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     token = Token.objects.filter(user=request.user).first()
     return render(request, "accounts/account.html", {"token": token})
 
 
 @login_required
 @require_POST
-def regenerate_token(request):
+def regenerate_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     Token.objects.filter(user=request.user).delete()
     Token.objects.create(user=request.user)
     messages.success(request, "New API token created; the old one no longer works.")

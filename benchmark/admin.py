@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from .models import Benchmark, ReportedResult, Task, TestSet
 
@@ -30,5 +31,5 @@ class TestSetAdmin(admin.ModelAdmin):
     exclude = ["gold", "public_inputs", "key_spec"]
     readonly_fields = ["task", "split", "version", "checksum", "source_name", "n_items", "imported_at"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

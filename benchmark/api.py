@@ -2,6 +2,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .models import Benchmark, SkillVariant, Task
@@ -27,7 +28,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")},
     )
     @action(detail=True, methods=["get"])
-    def inputs(self, request, slug=None, format=None):
+    def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> Response:
         task = self.get_object()
         test_set = task.current_test_set()
         if test_set is None:
@@ -38,13 +39,14 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
                            "of the task's hidden set",
                    responses={200: OpenApiResponse(description='{"build": {...}, "skills": [...]}')})
     @action(detail=True, methods=["get"])
-    def skills(self, request, slug=None, format=None):
+    def skills(self, request: Request, slug: str | None = None, format: str | None = None) -> Response:
         return Response(skill_listing(self.get_object(), request))
 
     @extend_schema(summary="Public inputs of one reconstructed test set",
                    responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")})
     @action(detail=True, methods=["get"], url_path=r"skills/(?P<skill>[a-z0-9]+)/inputs")
-    def skill_inputs(self, request, slug=None, skill=None, format=None):
+    def skill_inputs(self, request: Request, slug: str | None = None, skill: str | None = None,
+                     format: str | None = None) -> Response:
         task = self.get_object()
         variant = SkillVariant.objects.filter(test_set=task.current_test_set(), skill=skill, status="ok").only(
             "public_inputs").first()

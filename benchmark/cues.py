@@ -6,6 +6,8 @@ what the task page shows. The reference split R is the task's current reference 
 without one, candidate cues are ranked by their label skew within the hidden set itself, so
 the accuracy test can still run, and the distribution test (which needs R) is skipped.
 """
+from typing import Any
+
 from core.jobs import Job, JobStatus, JsonPartState
 from scoring.analysis import icq
 
@@ -36,7 +38,7 @@ def instances_of(test_set: TestSet) -> list:
     return icq.expmrc_multichoice_instances(test_set.gold)
 
 
-def set_status(test_set: TestSet, *, replace: bool = False, **fields) -> dict:
+def set_status(test_set: TestSet, *, replace: bool = False, **fields: Any) -> dict[str, Any] | None:
     """Write the cue-discovery part of the test set's diagnostics by hand (tests, upgrades)."""
     return CUE_DISCOVERY.state.write(test_set.pk, replace=replace, **fields)
 
@@ -60,6 +62,7 @@ def discover(test_set: TestSet, top_k: int = 20, attempt: int | None = None) -> 
     task = test_set.task
     test = instances_of(test_set)
     reference_set = TestSet.objects.filter(task=task, split=TestSet.REFERENCE, is_current=True).first()
+    status: str
     if reference_set is not None:
         reference = instances_of(reference_set)
         status = JobStatus.DONE

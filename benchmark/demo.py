@@ -3,7 +3,9 @@ human and baseline numbers published in the ExpMRC paper (Cui et al., 2022, Tabl
 import gzip
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,7 +20,7 @@ from .importers import (
     import_multichoice_reference,
     schedule_dataset_diagnostics,
 )
-from .models import ReportedResult, Task, TestSet
+from .models import Benchmark, ReportedResult, Task, TestSet
 
 PAPER = "ExpMRC paper (Cui et al., Heliyon 2022), Table 3"
 PAPER_URL = "https://github.com/ymcui/expmrc"
@@ -40,7 +42,7 @@ REFERENCE_FILES = {"expmrc-c3": "train-pseudo-c3.zip"}
 
 _SPAN_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Predicted Answer Sent.", "Pseudo-data Training"]
 _MC_METHODS = ["Most Similar Sent.", "Most Similar Sent. w/ Ques.", "Pseudo-data Training"]
-REPORTED = {
+REPORTED: dict[str, dict[str, Any]] = {
     "expmrc-squad": {
         "human": {"dev": (90.8, 92.1, 83.6), "test": (91.3, 92.9, 84.7)},
         "backbones": ("BERT-base", "BERT-large-wwm"),
@@ -80,12 +82,12 @@ REPORTED = {
 }
 
 
-def reported_rows(slug, kind, split):
+def reported_rows(slug: str, kind: str, split: str) -> Iterator[dict[str, Any]]:
     """Yield ReportedResult field dicts for one task, numbers of the given paper split."""
     table = REPORTED[slug]
     answer_key = "answer_acc" if kind == Task.MULTICHOICE else "answer_f1"
 
-    def scores(triple):
+    def scores(triple: tuple[float, float, float]) -> dict[str, float]:
         return {answer_key: triple[0], "evidence_f1": triple[1], "overall_f1": triple[2]}
 
     yield {
@@ -107,15 +109,15 @@ def reported_rows(slug, kind, split):
         }
 
 
-def expmrc_data_dir():
+def expmrc_data_dir() -> Path:
     return Path(settings.SHARED_DATA_DIR) / "expmrc"
 
 
-def fixture_dir():
+def fixture_dir() -> Path:
     return Path(settings.BASE_DIR) / "benchmark" / "fixtures" / "expmrc"
 
 
-def demo_version(task, path):
+def demo_version(task: Task, path: str | Path) -> str:
     """The demo's version label for ``path``: the plain label unless it is taken by another
     file (the first run used the fixtures and ../shared/data appeared since, or the reverse);
     then a label naming the file's checksum, so a changed source never stops the demo. A newly
@@ -127,7 +129,7 @@ def demo_version(task, path):
 
 
 @transaction.atomic
-def load_demo(data_dir=None, log=print):
+def load_demo(data_dir: str | Path | None = None, log: Callable[[str], None] = print) -> Benchmark:
     """Create the demo tasks and import their test sets; safe to run any number of times.
 
     The ExpMRC dev sets play the hidden test sets, so the paper's *dev* numbers are the
@@ -177,7 +179,7 @@ def load_demo(data_dir=None, log=print):
     return benchmark
 
 
-def load_quackie_demo(shared_data, log):
+def load_quackie_demo(shared_data: Path, log: Callable[[str], None]) -> None:
     """QUACKIE: the official published boards, an interpretation set built from the ExpMRC
     SQuAD dev data, and a demo track with the locally trained answerability classifier."""
     results = shared_data / "quackie" / "results.json"
@@ -202,7 +204,7 @@ def load_quackie_demo(shared_data, log):
     log(f"quackie: track {track.task.slug} ({track.status}; inclusion flags computed by the models worker)")
 
 
-def load_checklist_demo(skills_dir, log):
+def load_checklist_demo(skills_dir: Path, log: Callable[[str], None]) -> None:
     """The CheckList SQuAD suite as the public task checklist-squad, with the BERT-base
     predictions shipped with the suite as its reported reference row."""
     suite_path = skills_dir / "checklist_squad_suite.json.gz"

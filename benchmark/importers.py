@@ -5,6 +5,7 @@ makes it current, then schedules the dataset-level jobs (cue discovery, skill se
 import hashlib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -20,7 +21,7 @@ class ImportRefused(Exception):
     pass
 
 
-def load_expmrc_file(path):
+def load_expmrc_file(path: str | Path) -> tuple[Any, str]:
     """Read and check an ExpMRC gold file. Returns (gold, sha256). Raises ImportRefused."""
     path = Path(path)
     try:
@@ -40,7 +41,7 @@ def load_expmrc_file(path):
     return gold, hashlib.sha256(raw).hexdigest()
 
 
-def ensure_expmrc_benchmark():
+def ensure_expmrc_benchmark() -> Benchmark:
     benchmark, _ = Benchmark.objects.get_or_create(
         slug="expmrc",
         defaults={
@@ -57,7 +58,8 @@ def ensure_expmrc_benchmark():
 
 
 @transaction.atomic
-def import_expmrc(path, *, task_slug, split=TestSet.TEST, version, task_name=None, language=None):
+def import_expmrc(path: str | Path, *, task_slug: str, split: str = TestSet.TEST, version: str,
+                  task_name: str | None = None, language: str | None = None) -> tuple[TestSet, bool]:
     """Import an ExpMRC file as version ``version`` of a task's split and make it current.
 
     Idempotent: the same file under the same version is a no-op. Returns (test_set, created).
@@ -83,7 +85,7 @@ def import_expmrc(path, *, task_slug, split=TestSet.TEST, version, task_name=Non
                         key_spec=spec.to_dict(), public_inputs=expmrc.public_inputs(gold))
 
 
-def read_expmrc_json(path):
+def read_expmrc_json(path: str | Path) -> tuple[Any, str]:
     """An ExpMRC-schema JSON file, or the first .json member of a .zip (the pseudo training
     data ships zipped). Returns (data, sha256 of the bytes read)."""
     path = Path(path)
@@ -105,7 +107,7 @@ def read_expmrc_json(path):
 
 
 @transaction.atomic
-def import_multichoice_reference(path, *, task_slug, version):
+def import_multichoice_reference(path: str | Path, *, task_slug: str, version: str) -> tuple[TestSet, bool]:
     """Import training data in the ExpMRC multi-choice schema (e.g. the C3 pseudo training
     data) as the task's reference split R for ICQ cue discovery. Never served to anyone."""
     task = Task.objects.filter(slug=task_slug, kind=Task.MULTICHOICE).first()
@@ -121,7 +123,8 @@ def import_multichoice_reference(path, *, task_slug, version):
 
 
 @transaction.atomic
-def import_classification(path, *, task_slug, split, version, task_name=None, language=None):
+def import_classification(path: str | Path, *, task_slug: str, split: str, version: str, task_name: str | None = None,
+                          language: str | None = None) -> tuple[TestSet, bool]:
     """Import NLI-style rows {"id", "premise", "hypothesis", "label"} (JSON Lines or a JSON
     array) as a classification task's hidden test split or its reference split."""
     path = Path(path)
@@ -152,7 +155,8 @@ def import_classification(path, *, task_slug, split, version, task_name=None, la
                         key_spec=spec.to_dict(), public_inputs=public)
 
 
-def _store_split(task, split, version, checksum, source_name, gold, n_items, *, key_spec, public_inputs):
+def _store_split(task: Task, split: str, version: str, checksum: str, source_name: str, gold: Any, n_items: int, *,
+                 key_spec: dict[str, Any], public_inputs: dict[str, Any]) -> tuple[TestSet, bool]:
     """Create version ``version`` of a task's split and make it current; idempotent for the
     same bytes, refused for different bytes under an existing version. Schedules the
     dataset-level diagnostics (cue discovery) after commit."""
@@ -173,7 +177,7 @@ def _store_split(task, split, version, checksum, source_name, gold, n_items, *, 
     return test_set, True
 
 
-def schedule_dataset_diagnostics(task):
+def schedule_dataset_diagnostics(task: Task) -> None:
     """Ask a worker (after commit) to (re)discover ICQ cues for the task's current test set."""
     if task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
         return
@@ -183,7 +187,8 @@ def schedule_dataset_diagnostics(task):
 
 
 @transaction.atomic
-def import_checklist(path, *, task_slug, version, task_name="CheckList SQuAD"):
+def import_checklist(path: str | Path, *, task_slug: str, version: str,
+                     task_name: str = "CheckList SQuAD") -> tuple[TestSet, bool]:
     """Import a CheckList suite (JSON, gzip or not) as the public item set of a checklist
     task: its items are downloadable with stable ids; expectations stay with the scorer."""
     path = Path(path)

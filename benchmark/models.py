@@ -1,5 +1,7 @@
 """What is measured: benchmarks, tasks (one leaderboard each), versioned hidden test sets and
 reported (human / paper) results."""
+from typing import Any
+
 from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -53,36 +55,36 @@ class Task(models.Model):
     def __str__(self):
         return f"{self.benchmark.name} / {self.name}"
 
-    def get_absolute_url(self):
+    def get_absolute_url(self) -> str:
         return reverse("task-leaderboard", args=[self.slug])
 
     @property
-    def primary_metric(self):
+    def primary_metric(self) -> str:
         """The metric leaderboards rank by (higher is better)."""
         return {self.INTERPRETATION: "iou"}.get(self.kind, self.metric_columns[-1][0])
 
     @property
-    def primary_index(self):
+    def primary_index(self) -> int:
         """Position of the primary metric in metric_columns (and in per-item score rows)."""
         return [key for key, _ in self.metric_columns].index(self.primary_metric)
 
     @property
-    def metric_decimals(self):
+    def metric_decimals(self) -> int:
         """Display precision: QUACKIE's official board shows 2 decimals, the others 3."""
         return 2 if self.kind == self.INTERPRETATION else 3
 
     @property
-    def item_noun(self):
+    def item_noun(self) -> str:
         """What one scored unit of this task is called on pages."""
         return {self.INTERPRETATION: "samples", self.CHECKLIST: "items",
                 self.CLASSIFICATION: "items"}.get(self.kind, "questions")
 
     @property
-    def answer_metric(self):
+    def answer_metric(self) -> str:
         return "answer_acc" if self.kind == self.MULTICHOICE else "answer_f1"
 
     @property
-    def metric_columns(self):
+    def metric_columns(self) -> list[tuple[str, str]]:
         """(key, label) of the score columns, in display order; the last one ranks."""
         if self.kind == self.CLASSIFICATION:
             return [("accuracy", "Accuracy")]
@@ -101,11 +103,11 @@ class Task(models.Model):
         ]
 
     @property
-    def scored_split(self):
+    def scored_split(self) -> str:
         """CheckList items are public (they test behaviour); every other task has a hidden split."""
         return TestSet.DEV if self.kind == self.CHECKLIST else TestSet.TEST
 
-    def current_test_set(self):
+    def current_test_set(self) -> "TestSet | None":
         """The split submissions are scored on now. Gold and inputs are deferred: most
         callers need only the version and the key spec."""
         return (
@@ -151,11 +153,11 @@ class TestSet(models.Model):
         return f"{self.task.slug} {self.split} v{self.version}"
 
     @property
-    def is_hidden(self):
+    def is_hidden(self) -> bool:
         return self.split == self.TEST
 
     @classmethod
-    def update_diagnostics_part(cls, pk, part, *, replace=False, **fields):
+    def update_diagnostics_part(cls, pk: int, part: str, *, replace: bool = False, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` into (or, with ``replace``, set) ``diagnostics[part]``, stamped with
         ``updated_at`` (the heartbeat the reaper reads); returns the new part.
 

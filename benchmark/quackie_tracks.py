@@ -4,7 +4,9 @@ models, and the per-(set, model) track whose included samples are the task's hid
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -25,7 +27,7 @@ INCLUSION = Job(key="tracks", task_name="benchmark.tasks.compute_track_inclusion
                 state=ColumnState(Track, on_give_up=lambda note: {"error": note}), what="The inclusion run")
 
 
-def ensure_quackie_benchmark():
+def ensure_quackie_benchmark() -> Benchmark:
     benchmark, _ = Benchmark.objects.get_or_create(
         slug="quackie",
         defaults={
@@ -42,7 +44,7 @@ def ensure_quackie_benchmark():
     return benchmark
 
 
-def import_quackie(path, *, name, version):
+def import_quackie(path: str | Path, *, name: str, version: str) -> tuple[InterpretationSet, bool]:
     """Build a hidden interpretation set from SQuAD v1.1/v2.0 JSON. Idempotent per checksum."""
     path = Path(path)
     try:
@@ -67,7 +69,7 @@ def import_quackie(path, *, name, version):
                                             n_samples=len(samples), stats=stats, samples=samples), True
 
 
-def register_model(*, slug, name, kind, path, description=""):
+def register_model(*, slug: str, name: str, kind: str, path: str | Path, description: str = "") -> HostedModel:
     path = Path(path)
     if not (path / "config.json").exists():
         raise ImportRefused(f"{path} has no config.json: not a local transformers model directory")
@@ -76,12 +78,12 @@ def register_model(*, slug, name, kind, path, description=""):
     return model
 
 
-def track_slug(interpretation_set, hosted_model):
+def track_slug(interpretation_set: InterpretationSet, hosted_model: HostedModel) -> str:
     return f"quackie-{interpretation_set.name}-{hosted_model.slug}"
 
 
 @transaction.atomic
-def create_track(interpretation_set, hosted_model):
+def create_track(interpretation_set: InterpretationSet, hosted_model: HostedModel) -> Track:
     """The task ``quackie-<set name>-<model slug>`` and its track; inclusion runs on a worker.
 
     Idempotent for the same set version and model (a failed inclusion run is sent again). The
@@ -95,9 +97,10 @@ def create_track(interpretation_set, hosted_model):
     re-pointing while the track's inclusion flags are being computed."""
     slug = track_slug(interpretation_set, hosted_model)
     limit = Task._meta.get_field("slug").max_length
-    if len(slug) > limit:
+    if len(slug) > limit:  # type: ignore[operator]  # a SlugField has a max_length
         raise ImportRefused(f"the track's task slug {slug} would be {len(slug)} characters, more than the {limit} "
                             "a task slug holds: use a shorter set name or model slug")
+    track: Track | None
     task = Task.objects.select_for_update().filter(slug=slug).first()
     if task is None:
         task = Task.objects.create(
@@ -141,7 +144,8 @@ def claim_inclusion(track_id: int) -> int | None:
     return INCLUSION.state.claim(track_id)
 
 
-def compute_inclusion(track, *, batch_size=16, progress=None, attempt=None):
+def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[[int, int], None] | None = None,
+                      attempt: int | None = None) -> int | None:
     """Inclusion flags (official filter): <= 512 tokens with the model's tokenizer, has an answer
     (every stored sample has one), model predicts "answerable". Then the included samples become
     the track's hidden test set.
@@ -164,7 +168,7 @@ def compute_inclusion(track, *, batch_size=16, progress=None, attempt=None):
     kind = track.hosted_model.kind
     model = load_hosted_model(track.hosted_model.path, kind,
                               batch_size=1 if kind == HostedModel.QA else batch_size)
-    inclusion = {}
+    inclusion: dict[str, dict[str, Any]] = {}
     for start in range(0, len(samples), batch_size):
         batch = samples[start:start + batch_size]
         tokens = [model.n_tokens(s["question"], s["context"]) for s in batch]
@@ -200,7 +204,7 @@ def fail_inclusion(track_id: int, attempt: int, error: str) -> None:
     INCLUSION.state.finish(track_id, attempt, JobStatus.FAILED, error=error)
 
 
-def store_track_test_set(track, included):
+def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> None:
     """The track task's hidden test set: gold = sentences + GT candidates per included
     sample; public inputs = question, context and the frozen sentences, never the GT."""
     interpretation_set = track.interpretation_set
@@ -217,13 +221,13 @@ def store_track_test_set(track, included):
                   "key_spec": {"kind": "interpretation", "keys": [s["id"] for s in included]}})
 
 
-def load_published_results(path):
+def load_published_results(path: str | Path) -> dict[tuple[str, str], Task]:
     """The official QUACKIE leaderboard (results.json) as reported rows, one board per
     (dataset, classifier); they take no submissions."""
     rows = json.loads(Path(path).read_text(encoding="utf-8"))
     rows = rows["results"] if isinstance(rows, dict) and "results" in rows else rows
     benchmark = ensure_quackie_benchmark()
-    boards = {}
+    boards: dict[tuple[str, str], Task] = {}
     for order, row in enumerate(rows):
         key = (row["dataset"], row["classifier"])
         if key not in boards:
@@ -243,5 +247,5 @@ def load_published_results(path):
     return boards
 
 
-def demo_model_dir():
+def demo_model_dir() -> Path:
     return Path(settings.EXPBENCH_MODELS_DIR) / "answerability-minilm"

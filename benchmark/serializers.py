@@ -4,7 +4,8 @@ from .models import Benchmark, Task
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):
-    tasks = serializers.SlugRelatedField(many=True, read_only=True, slug_field="slug")
+    tasks: "serializers.SlugRelatedField[Task]" = serializers.SlugRelatedField(many=True, read_only=True,
+                                                                              slug_field="slug")
 
     class Meta:
         model = Benchmark
@@ -13,7 +14,7 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
 class MetricSerializer(serializers.Serializer):
     key = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.label
 
 
 class TestSetSummarySerializer(serializers.Serializer):
@@ -25,7 +26,8 @@ class TestSetSummarySerializer(serializers.Serializer):
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(read_only=True, slug_field="slug")
+    benchmark: "serializers.SlugRelatedField[Benchmark]" = serializers.SlugRelatedField(read_only=True,
+                                                                                       slug_field="slug")
     metrics = serializers.SerializerMethodField()
     primary_metric = serializers.CharField(read_only=True)
     test_set = serializers.SerializerMethodField()
@@ -37,9 +39,9 @@ class TaskSerializer(serializers.ModelSerializer):
             "metrics", "primary_metric", "accepts_submissions", "test_set",
         ]
 
-    def get_metrics(self, task) -> list[dict]:
+    def get_metrics(self, task: Task) -> list[dict]:
         return [{"key": key, "label": label} for key, label in task.metric_columns]
 
-    def get_test_set(self, task) -> dict | None:
+    def get_test_set(self, task: Task) -> dict | None:
         test_set = task.current_test_set()
         return TestSetSummarySerializer(test_set).data if test_set else None

@@ -1,12 +1,16 @@
 """The skill sets of a task as the API and the skills page show them."""
+from typing import Any
+
+from django.http import HttpRequest
 from django.urls import reverse
+from rest_framework.request import Request
 
 from scoring.analysis.skills import SKILLS
 
-from .models import SkillVariant
+from .models import SkillVariant, Task
 
 
-def skill_listing(task, request=None):
+def skill_listing(task: Task, request: HttpRequest | Request | None = None) -> dict[str, Any]:
     test_set = task.current_test_set()
     if test_set is None or task.kind != "span":
         return {"task": task.slug, "test_set_version": None, "build": None, "skills": [],

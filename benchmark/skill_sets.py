@@ -3,6 +3,7 @@ of a hidden span test set: built by the background job ``SKILL_BUILD`` after imp
 ``manage.py build_skill_sets``), its progress kept on the TestSet."""
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,7 +19,7 @@ SKILL_BUILD = Job(key="skill_builds", task_name="benchmark.tasks.build_skill_set
                   advice="run `manage.py build_skill_sets` to see why")
 
 
-def set_progress(test_set: TestSet, **progress) -> None:
+def set_progress(test_set: TestSet, **progress: Any) -> None:
     """Record build progress by hand (tests, upgrades); a worker's run uses its claim."""
     SKILL_BUILD.state.write(test_set.pk, **progress)
 
@@ -48,7 +49,7 @@ def build(test_set: TestSet, log: Callable[[str], None] | None = None, attempt: 
     with transaction.atomic():
         for skill, result in results.items():
             variant_gold = result.get("gold")
-            public = result.get("public")
+            public = result["public"]  # every result has it (None without a variant)
             SkillVariant.objects.update_or_create(
                 test_set=test_set, skill=skill,
                 defaults={

@@ -1,11 +1,11 @@
 """Downloads of the catalogue: a task's public inputs (never its gold)."""
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 
 from .models import Task
 
 
-def task_inputs_download(request, slug):
+def task_inputs_download(request: HttpRequest, slug: str) -> JsonResponse:
     task = get_object_or_404(Task, slug=slug)
     test_set = task.current_test_set()
     if test_set is None:

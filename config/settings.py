@@ -14,14 +14,14 @@ VAR_DIR = Path(os.environ.get("EXPBENCH_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def env_bool(name, default=False):
+def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None:
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name, default):
+def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 

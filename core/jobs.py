@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from celery import current_app
 from django.conf import settings
@@ -96,14 +96,18 @@ class JobState:
         raise NotImplementedError
 
 
+State = TypeVar("State", bound=JobState)
+
+
 @dataclass(frozen=True)
-class Job:
+class Job(Generic[State]):
     """One kind of background job: its Celery task, where its state lives, and how a give-up
-    is explained (``what`` starts the sentence, ``advice`` ends it)."""
+    is explained (``what`` starts the sentence, ``advice`` ends it). Generic in its state, so
+    that ``job.state`` has the methods of its kind (``JsonPartState.write``, ...)."""
 
     key: str
     task_name: str
-    state: JobState
+    state: State
     what: str
     advice: str = ""
 
@@ -144,7 +148,7 @@ class ColumnState(JobState):
     ``scope`` limits the rows that can hold such a job (e.g. scored submissions only);
     ``on_give_up`` gives the other columns to write with the note."""
 
-    model: type[models.Model]
+    model: type[models.Model]  # read through _default_manager, as Django's generic code does
     status: str = "status"
     beat: str = "updated_at"
     attempts: str = "attempts"
@@ -152,7 +156,7 @@ class ColumnState(JobState):
     on_give_up: Callable[[str], dict[str, Any]] = lambda note: {}
 
     def _rows(self) -> models.QuerySet:
-        return self.model.objects.filter(self.scope)
+        return self.model._default_manager.filter(self.scope)
 
     def schedule(self, pk: int, **fields: Any) -> bool:
         """Queued afresh (attempts back to 0), whatever it was."""
@@ -165,7 +169,7 @@ class ColumnState(JobState):
             self.status: JobStatus.RUNNING, self.beat: timezone.now(), self.attempts: F(self.attempts) + 1})
         if not claimed:
             return None
-        return self.model.objects.filter(pk=pk).values_list(self.attempts, flat=True).first()
+        return self.model._default_manager.filter(pk=pk).values_list(self.attempts, flat=True).first()
 
     def _owned(self, pk: int, attempt: int) -> models.QuerySet:
         return self._rows().filter(pk=pk, **{self.status: JobStatus.RUNNING, self.attempts: attempt})
@@ -215,17 +219,23 @@ class JsonPartState(JobState):
     part: str
     column: str = "diagnostics"
 
+    @overload
+    def change(self, pk: int, new_part: Callable[[dict], dict]) -> dict: ...
+
+    @overload
+    def change(self, pk: int, new_part: Callable[[dict], dict | None]) -> dict | None: ...
+
     def change(self, pk: int, new_part: Callable[[dict], dict | None]) -> dict | None:
         """Under the row lock, replace the part by ``new_part(part)`` stamped with a fresh
         heartbeat; ``new_part`` returns None to leave the row alone. Returns the part written."""
         with transaction.atomic():
-            stored = (self.model.objects.select_for_update().filter(pk=pk)
+            stored = (self.model._default_manager.select_for_update().filter(pk=pk)
                       .values_list(self.column, flat=True).first()) or {}
             part = new_part(stored.get(self.part) or {})
             if part is None:
                 return None
             stored[self.part] = {**part, "updated_at": timezone.now().isoformat()}
-            self.model.objects.filter(pk=pk).update(**{self.column: stored})
+            self.model._default_manager.filter(pk=pk).update(**{self.column: stored})
         return stored[self.part]
 
     def write(self, pk: int, *, replace: bool = False, expect: Callable[[dict], bool] | None = None,
@@ -236,7 +246,7 @@ class JsonPartState(JobState):
                            else {**({} if replace else part), **fields})
 
     def read(self, pk: int) -> dict:
-        stored = self.model.objects.filter(pk=pk).values_list(self.column, flat=True).first() or {}
+        stored = self.model._default_manager.filter(pk=pk).values_list(self.column, flat=True).first() or {}
         return stored.get(self.part) or {}
 
     def schedule(self, pk: int, **fields: Any) -> dict | None:
@@ -260,7 +270,7 @@ class JsonPartState(JobState):
         return self.write(pk, replace=replace, expect=self._owned(attempt), status=status, **fields) is not None
 
     def stale(self, now: datetime) -> Iterable[Stale]:
-        waiting = self.model.objects.filter(**{f"{self.column}__{self.part}__status__in": list(WAITING)})
+        waiting = self.model._default_manager.filter(**{f"{self.column}__{self.part}__status__in": list(WAITING)})
         found = []
         for pk, stored in waiting.values_list("pk", self.column):
             part = stored[self.part]

@@ -4,6 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark.models import Benchmark, Task
@@ -16,7 +17,7 @@ from .serializers import LeaderboardSerializer
 @extend_schema(summary="Ranked leaderboard", responses=LeaderboardSerializer)
 @api_view(["GET"])
 @permission_classes([AllowAny])
-def task_leaderboard(request, slug):
+def task_leaderboard(request: Request, slug: str) -> Response:
     task = get_object_or_404(Task.objects.filter(is_listed=True), slug=slug)
     test_set = task.current_test_set()
     return Response(LeaderboardSerializer({
@@ -31,7 +32,7 @@ def task_leaderboard(request, slug):
                responses={200: OpenApiResponse(description='{"tasks": [...], "rows": [...]}')})
 @api_view(["GET"])
 @permission_classes([AllowAny])
-def benchmark_leaderboard(request, slug):
+def benchmark_leaderboard(request: Request, slug: str) -> Response:
     tasks, rows = benchmark_average_rows(get_object_or_404(Benchmark, slug=slug))
     return Response({"tasks": [t.slug for t in tasks], "rows": rows})
 
@@ -43,7 +44,7 @@ def benchmark_leaderboard(request, slug):
 )
 @api_view(["GET"])
 @permission_classes([AllowAny])
-def compare_view(request):
+def compare_view(request: Request) -> Response:
     try:
         a = visible_submission(request.user, request.query_params.get("a"))
         b = visible_submission(request.user, request.query_params.get("b"))

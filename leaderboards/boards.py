@@ -1,20 +1,21 @@
 """Leaderboard rows for a task: human rows pinned on top, then reported baselines and
 server-scored public submissions ranked together by the primary metric."""
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
-from benchmark.models import ReportedResult
+from benchmark.models import Benchmark, ReportedResult, Task
 from scoring.stats import significance_tiers
-from submissions.models import BASELINES_USERNAME
+from submissions.models import BASELINES_USERNAME, Submission
 from submissions.selectors import item_scores_of, public_scored_submissions
 
 
-def leaderboard_rows(task):
+def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
     metric = task.primary_metric
-    pinned = []
-    ranked = []
+    pinned: list[dict[str, Any]] = []
+    ranked: list[dict[str, Any]] = []
     for reported in task.reported_results.all():
         row = {
             "rank": None,
@@ -65,7 +66,7 @@ def leaderboard_rows(task):
     return pinned + ranked
 
 
-def add_tiers(task, ranked):
+def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
     """Significance tiers (docs/diagnostics.md#significance-tiers): a paired sign-flip test on
     per-question primary-metric scores between each server-scored entry and the scored entry
     ranked just above it;
@@ -88,7 +89,7 @@ def add_tiers(task, ranked):
         row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"])
 
 
-def benchmark_average_rows(benchmark):
+def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:
     """The benchmark-wide board: systems (same user and method name) with a public scored
     submission on every task of the benchmark, ranked by the mean of their primary metric.
     For each task the system's latest scored submission counts. The human row is the mean
@@ -96,7 +97,7 @@ def benchmark_average_rows(benchmark):
     tasks = [t for t in benchmark.tasks.filter(is_listed=True) if t.current_test_set() is not None]
     if not tasks:
         return tasks, []
-    per_system = {}
+    per_system: dict[tuple[int, str], dict[str, Submission]] = {}
     for task in tasks:
         for sub in public_scored_submissions(task, task.current_test_set()):  # oldest first: latest wins
             per_system.setdefault((sub.user_id, sub.method_name), {})[task.slug] = sub

@@ -1,6 +1,11 @@
 """Two entries side by side on every diagnostic (docs/diagnostics.md): scores with the paired p-value,
 skill gaps, CheckList failure rates, question-type accuracy and ICQ accuracy tests."""
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 
 from scoring.stats import paired_test
@@ -12,10 +17,10 @@ class CompareError(Exception):
     pass
 
 
-def visible_submission(user, submission_id):
+def visible_submission(user: AbstractBaseUser | AnonymousUser, submission_id: str | int | None) -> Submission:
     """A scored submission the user may see (their own, or public)."""
     try:
-        pk = int(submission_id)
+        pk = int(submission_id)  # type: ignore[arg-type]  # None raises TypeError, answered below
     except (TypeError, ValueError):
         raise CompareError(f"{submission_id!r} is not a submission id") from None
     visible = Q(public=True)
@@ -29,7 +34,8 @@ def visible_submission(user, submission_id):
     return sub
 
 
-def side_by_side(rows_a, rows_b, key, fields):
+def side_by_side(rows_a: Iterable[Mapping[str, Any]], rows_b: Iterable[Mapping[str, Any]], key: str,
+                 fields: Sequence[str]) -> list[dict[str, Any]]:
     """Join two lists of dicts on ``key``: [{key, "a": {...}, "b": {...}}] in a's order, then b's."""
     a = {row[key]: row for row in rows_a}
     b = {row[key]: row for row in rows_b}
@@ -38,12 +44,12 @@ def side_by_side(rows_a, rows_b, key, fields):
             for k in keys]
 
 
-def summary(sub):
+def summary(sub: Submission) -> dict[str, Any]:
     return {"id": sub.pk, "method": sub.method_name, "team": sub.team, "task": sub.task.slug, "kind": sub.kind,
             "test_set_version": sub.test_set.version, "scores": sub.scores, "ci": sub.ci}
 
 
-def compare(a, b):
+def compare(a: Submission, b: Submission) -> dict[str, Any]:
     same_items = a.test_set_id == b.test_set_id
     metrics = []
     for key, label in a.task.metric_columns:
@@ -75,15 +81,16 @@ def compare(a, b):
     qt_a = (a.diagnostics or {}).get("question_types")
     qt_b = (b.diagnostics or {}).get("question_types")
     if qt_a or qt_b:
-        def per_type(qt):
+        def per_type(qt: dict[str, Any] | None) -> list[dict[str, Any]]:
             tests = (qt or {}).get("categorical", {}).get("tests", [])
-            groups = next((t["groups"] for t in tests if t["variable"] == "question_type"), {})
+            groups: dict[str, dict[str, Any]] = next(
+                (t["groups"] for t in tests if t["variable"] == "question_type"), {})
             return [{"type": name, **values} for name, values in groups.items()]
 
         result["question_types"] = side_by_side(per_type(qt_a), per_type(qt_b), "type", ["n", "accuracy"])
     icq_a, icq_b = (a.diagnostics or {}).get("icq") or {}, (b.diagnostics or {}).get("icq") or {}
     if icq_a.get("accuracy_test") or icq_b.get("accuracy_test"):
-        def cues(part):
+        def cues(part: dict[str, Any]) -> list[dict[str, Any]]:
             return [{"cue": f"{r['feature']}={r['value']}", **r} for r in part.get("accuracy_test", [])]
 
         result["icq"] = side_by_side(cues(icq_a), cues(icq_b), "cue", ["delta", "acc_with", "acc_without"])

@@ -12,7 +12,7 @@ class LeaderboardRowSerializer(serializers.Serializer):
                                allow_null=True)
     reported = serializers.BooleanField()
     kind = serializers.CharField()
-    source = serializers.CharField(allow_blank=True)
+    source = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a declared field, not Field.source
     submission_id = serializers.IntegerField(allow_null=True)
     tier = serializers.IntegerField(allow_null=True, help_text="significance tier (1 = top); null for reported rows")
     fails = serializers.IntegerField(allow_null=True, required=False, help_text="QUACKIE: samples that failed")

@@ -1,11 +1,13 @@
 """Public pages of the boards: home, task board (with its CSV), benchmark average board,
 skills board and the compare page."""
 import csv
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from benchmark.models import Benchmark, Task
+from benchmark.models import Benchmark, Task, TestSet
 from benchmark.skill_listing import skill_listing
 from core.jobs import WAITING
 from submissions.selectors import public_skill_submissions
@@ -14,7 +16,7 @@ from .boards import benchmark_average_rows, leaderboard_rows
 from .compare import CompareError, compare, visible_submission
 
 
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     benchmarks = Benchmark.objects.prefetch_related("tasks")
     cards = []
     for benchmark in benchmarks:
@@ -29,7 +31,7 @@ def home(request):
     return render(request, "leaderboards/home.html", {"cards": cards})
 
 
-def table_rows(task, rows):
+def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Rows with one cell per metric column (value, CI and its half-width) for the template."""
     for row in rows:
         cells = []
@@ -46,7 +48,7 @@ def table_rows(task, rows):
         yield {**row, "cells": cells, "primary_cell": cells[task.primary_index]}
 
 
-def task_leaderboard(request, slug):
+def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
     test_set = task.current_test_set()
     rows = list(table_rows(task, leaderboard_rows(task)))
@@ -66,13 +68,13 @@ def task_leaderboard(request, slug):
     })
 
 
-def cue_table(test_set):
+def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     """The stored ICQ cue discovery of a test set, ready for display (or None)."""
     part = ((test_set.diagnostics or {}) if test_set else {}).get("icq")
     if not part:
         return None
 
-    def dist(d):
+    def dist(d: dict[str, float]) -> str:
         return " · ".join(f"{label} {p:.2f}" for label, p in d.items())
 
     rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue["test_dist"])}
@@ -80,7 +82,7 @@ def cue_table(test_set):
     return {**part, "rows": rows}
 
 
-def leaderboard_csv(request, slug):
+def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.slug}-leaderboard.csv"'
@@ -100,7 +102,7 @@ def leaderboard_csv(request, slug):
     return response
 
 
-def benchmark_detail(request, slug):
+def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, slug=slug)
     tasks, rows = benchmark_average_rows(benchmark)
     for row in rows:
@@ -111,7 +113,7 @@ def benchmark_detail(request, slug):
 GROUP_LABELS = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
 
 
-def task_skills(request, slug):
+def task_skills(request: HttpRequest, slug: str) -> HttpResponse:
     """Reconstructed test sets of a span task, their downloads, and the skill board: public
     skill submissions with the F1 gap per skill (the InDepth-Eva-MRC chart, one per skill group)."""
     task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
@@ -133,8 +135,8 @@ def task_skills(request, slug):
     })
 
 
-def compare_page(request):
-    context = {"a_id": request.GET.get("a", ""), "b_id": request.GET.get("b", "")}
+def compare_page(request: HttpRequest) -> HttpResponse:
+    context: dict[str, Any] = {"a_id": request.GET.get("a", ""), "b_id": request.GET.get("b", "")}
     if context["a_id"] or context["b_id"]:
         try:
             a = visible_submission(request.user, context["a_id"])

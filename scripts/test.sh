@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run the whole ExpBench test suite. First the guard rails of the layout (docs/architecture.md):
 # ruff (including PLC0415, no import outside the top level), the import-linter contracts of
-# the layers, and the import graph (no cycle, imports inside functions included). Then the
-# tests: scorer unit tests, API/page tests, and integration tests that start real gunicorn +
-# Celery processes (embedded broker; PostgreSQL + Redis on 127.0.0.1 when reachable) and drive
-# headless Chromium. Extra arguments go to pytest.
+# the layers, the import graph (no cycle, imports inside functions included) and mypy on the
+# apps. Then the tests: scorer unit tests, API/page tests, and integration tests that start
+# real gunicorn + Celery processes (embedded broker; PostgreSQL + Redis on 127.0.0.1 when
+# reachable) and drive headless Chromium. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh requirements-dev.txt
@@ -12,4 +12,5 @@ export OMP_WAIT_POLICY=PASSIVE
 echo "== ruff"; ruff check .
 echo "== import contracts"; lint-imports --no-cache
 echo "== import graph"; python scripts/import_graph.py
+echo "== mypy"; mypy core accounts benchmark submissions leaderboards config
 exec python -m pytest "$@"

@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from . import intake
 from .models import Submission
@@ -18,7 +20,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     actions = ["retry"]
 
     @admin.action(description="Re-queue (failed or scored) for scoring")
-    def retry(self, request, queryset):
+    def retry(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         done = 0
         for submission in queryset:
             try:

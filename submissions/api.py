@@ -1,10 +1,14 @@
-from django.db.models import Q
+from typing import Any
+
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 
 from benchmark.models import Task
 
@@ -21,7 +25,7 @@ from .serializers import SubmissionCreateSerializer, SubmissionSerializer, Submi
 )
 @api_view(["POST"])
 @permission_classes([IsAuthenticated])
-def task_submissions(request, slug):
+def task_submissions(request: Request, slug: str) -> Response:
     """POST /api/tasks/{slug}/submissions/: validate fields, then the file; answer 201 or 4xx."""
     task = get_object_or_404(Task, slug=slug)
     form = SubmissionCreateSerializer(data=request.data)
@@ -47,7 +51,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
     serializer_class = SubmissionSerializer
     http_method_names = ["get", "patch", "post", "head", "options"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Submission]:
         user = self.request.user
         base = Submission.objects.select_related("task", "test_set", "user__profile").defer(
             "item_scores", "test_set__gold", "test_set__public_inputs", "test_set__diagnostics")
@@ -60,17 +64,17 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
             return base.none()
         return base.filter(user=user)
 
-    def get_permissions(self):
+    def get_permissions(self) -> list[BasePermission]:
         if self.action in ("retrieve", "diagnostics"):
             return []
         return [IsAuthenticated()]
 
-    def get_serializer_class(self):
+    def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "partial_update":
             return SubmissionUpdateSerializer
         return SubmissionSerializer
 
-    def update(self, request, *args, **kwargs):
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """PATCH method_name, description, url or public (e.g. hide from the leaderboard)."""
         submission = self.get_object()
         form = SubmissionUpdateSerializer(submission, data=request.data, partial=True)
@@ -80,7 +84,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
 
     @extend_schema(request=None, responses=SubmissionSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None, format=None):
+    def cancel(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         submission = self.get_object()
         try:
             intake.cancel(submission)
@@ -94,7 +98,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
             description='{"id", "status": "queued|running|done|failed|none", "diagnostics": {...}}')},
     )
     @action(detail=True, methods=["get"])
-    def diagnostics(self, request, pk=None, format=None):
+    def diagnostics(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         submission = self.get_object()
         return Response({
             "id": submission.pk,

@@ -6,14 +6,17 @@ The sandbox receives only (question, context, number of sentences) per sample: n
 ground truth, which stays in this process."""
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
+from benchmark.models import TestSet
 from scoring import sandbox
 
 from . import lifecycle
-from .models import ErrorCategory
+from .models import ErrorCategory, Submission
 from .runs import confidence_intervals
 from .scorers import InterpretationScorer, scorer_for
 
@@ -35,11 +38,11 @@ def claim_and_run(submission_id: int) -> str:
     return submission.status
 
 
-def sandbox_mode():
+def sandbox_mode() -> str:
     return settings.SANDBOX
 
 
-def public_samples(test_set):
+def public_samples(test_set: TestSet) -> list[dict[str, Any]]:
     """What the sandbox may see of each sample: exactly the public inputs (id, question,
     context and the frozen sentence list the scores must follow), never the ground truth."""
     inputs = type(test_set).objects.only("public_inputs").get(pk=test_set.pk).public_inputs
@@ -47,7 +50,7 @@ def public_samples(test_set):
              "n_sentences": len(s["sentences"]), "sentences": s["sentences"]} for s in inputs["data"]]
 
 
-def first_failures(result, max_chars=2000):
+def first_failures(result: sandbox.RunResult, max_chars: int = 2000) -> dict[str, dict[str, str]]:
     """One example per failure category (sample id + what went wrong), so a researcher can
     debug: the sandbox only ever held public inputs, so its messages hold no gold."""
     examples = {}
@@ -68,14 +71,15 @@ class LeaseKeeper:
     run must not outlive SCORING_LEASE_SECONDS and be re-queued with its work thrown away).
     Raises LeaseLost when the run no longer owns the submission, which stops the sandbox."""
 
-    def __init__(self, submission, interval=None, clock=time.monotonic):
+    def __init__(self, submission: Submission, interval: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.submission = submission
         self.interval = interval if interval is not None else min(60.0, settings.SCORING_LEASE_SECONDS / 4)
         self.clock = clock
         self.last_done = -1
         self.last_time = clock()
 
-    def __call__(self, done, total):
+    def __call__(self, done: int, total: int) -> None:
         due = (done == total or done - self.last_done >= max(1, total // 100)
                or self.clock() - self.last_time >= self.interval)
         if not due:
@@ -85,7 +89,7 @@ class LeaseKeeper:
             raise LeaseLost(f"submission {self.submission.pk} attempt {self.submission.attempts} lost its lease")
 
 
-def protected_paths():
+def protected_paths() -> list[Path]:
     """What the hosted model directory must never expose to the sandbox: the server's data
     directory (secret key, broker), uploaded files (other submissions) and the database."""
     paths = [settings.VAR_DIR, settings.MEDIA_ROOT]
@@ -96,7 +100,7 @@ def protected_paths():
     return paths
 
 
-def run(submission):
+def run(submission: Submission) -> bool:
     """Run a claimed code submission in the sandbox and store its QUACKIE scores."""
     if sandbox_mode() == "none":
         log.warning("SANDBOX=none: running submission %s WITHOUT a sandbox (development only)", submission.pk)
@@ -123,7 +127,7 @@ def run(submission):
     if not result.ok:
         return lifecycle.fail_run(submission, ErrorCategory.CODE_FAILED, f"{result.failure}: {result.message}")
     scored = scorer_for(submission.task).score(submission.task, submission.test_set, result.scores)
-    failures = {}
+    failures: dict[str, int] = {}
     for category in result.failures.values():
         failures[category] = failures.get(category, 0) + 1
     times = list(result.sample_seconds.values())
@@ -140,5 +144,5 @@ def run(submission):
         scorer_version=f"sandbox-1/{scored_version()}", details=scored.details)
 
 
-def scored_version():
+def scored_version() -> str:
     return InterpretationScorer.version

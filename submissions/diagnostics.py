@@ -8,10 +8,13 @@ On a hidden split no group of fewer than HIDDEN_MIN_GROUP_SIZE questions is stor
 of a one-question group is that question's outcome.
 """
 import logging
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
 
+from benchmark.models import Task
 from core.jobs import ColumnState, Job, JobStatus
 from scoring.analysis import icq, linguistic, permutation
 from scoring.metrics import expmrc
@@ -53,7 +56,7 @@ def redo_for_test_set(test_set_id: int) -> int:
     return len(ids)
 
 
-def redo_after_cue_table(sender, test_set_id: int, **kwargs) -> None:
+def redo_after_cue_table(sender: type, test_set_id: int, **kwargs: Any) -> None:
     """Receiver of ``benchmark.signals.cue_table_stored``."""
     redo_for_test_set(test_set_id)
 
@@ -91,14 +94,14 @@ def fail(submission_id: int, attempt: int) -> bool:
         "error": "The diagnostics failed on this submission; the maintainers have been told."})
 
 
-def reap_stuck(now=None) -> dict[str, int]:
+def reap_stuck(now: datetime | None = None) -> dict[str, int]:
     """Re-send diagnostics whose worker died mid-run or whose message was lost; after
     SCORING_MAX_ATTEMPTS runs they fail with a readable note instead of a status page that
     refreshes forever."""
     return DIAGNOSTICS.reap(now)
 
 
-def span_items(gold):
+def span_items(gold: dict[str, Any]) -> list[dict[str, Any]]:
     """(question, context, gold answers) per question, in the scorer's file order."""
     return [
         {"question": qa["question"], "context": paragraph["context"], "answers": [a["text"] for a in qa["answers"]]}
@@ -108,7 +111,8 @@ def span_items(gold):
     ]
 
 
-def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=None):
+def span_diagnostics(task: Task, gold: dict[str, Any], item_scores: list[list[float]], *, hidden: bool = True,
+                     n_permutations: int | None = None) -> dict[str, Any]:
     items = span_items(gold)
     answer_f1 = [row[0] for row in item_scores]
     # Luo (2022) tests "correctness": a question counts as correct when its answer F1 is 1
@@ -131,7 +135,7 @@ def span_diagnostics(task, gold, item_scores, *, hidden=True, n_permutations=Non
     return {"question_types": question_types, "linguistic_bias": bias}
 
 
-def predicted_labels(submission, gold):
+def predicted_labels(submission: Submission, gold: dict[str, Any]) -> dict[str, Any]:
     """Predicted option index (multi-choice) per question key, from the stored file."""
     with submission.file.open("rb") as handle:
         predictions = scorer_for(submission.task, submission.kind).parse(
@@ -143,7 +147,7 @@ def predicted_labels(submission, gold):
     return {key: letters.index(entry["answer"]) for key, entry in predictions.items()}
 
 
-def icq_diagnostics(submission):
+def icq_diagnostics(submission: Submission) -> dict[str, Any]:
     """ICQ accuracy and distribution tests against the cues found for this test-set version."""
     cues_info = (submission.test_set.diagnostics or {}).get("icq")
     if not cues_info or cues_info.get("status") not in ("done", "no_reference"):
@@ -166,13 +170,13 @@ def icq_diagnostics(submission):
     return result
 
 
-def test_instances(task, gold):
+def test_instances(task: Task, gold: dict[str, Any]) -> list[icq.Instance]:
     if task.kind == "classification":
         return icq.load_instances(gold["rows"], "classification")
     return icq.expmrc_multichoice_instances(gold)
 
 
-def run(submission, n_permutations=None):
+def run(submission: Submission, n_permutations: int | None = None) -> dict[str, Any]:
     """Compute the diagnostics of a scored submission (``n_permutations`` overrides
     settings.DIAGNOSTICS_PERMUTATIONS for the question-type tests)."""
     task = submission.task

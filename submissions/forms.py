@@ -1,4 +1,8 @@
+from typing import Any, cast
+
 from django import forms
+
+from benchmark.models import Task
 
 
 class PredictionUploadForm(forms.Form):
@@ -21,11 +25,11 @@ class PredictionUploadForm(forms.Form):
                            ("code", "Interpreter code (.py, or .zip with one entry module), run in the sandbox")],
     }
 
-    def __init__(self, *args, task=None, **kwargs):
+    def __init__(self, *args: Any, task: Task | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices = self.KIND_CHOICES_BY_TASK.get(getattr(task, "kind", None))
+        choices = self.KIND_CHOICES_BY_TASK.get(task.kind) if task is not None else None
         if choices:
-            self.fields["kind"].choices = choices
+            cast(forms.ChoiceField, self.fields["kind"]).choices = choices
             self.fields["kind"].help_text = ""
         else:
             del self.fields["kind"]  # one kind of upload only

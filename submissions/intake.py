@@ -7,9 +7,12 @@ import logging
 from datetime import datetime, time, timedelta
 from datetime import timezone as dt_timezone
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,28 +29,28 @@ log = logging.getLogger(__name__)
 class SubmissionRefused(Exception):
     """The upload cannot be accepted at all (closed task, quota); nothing is stored."""
 
-    def __init__(self, message, status_code=400):
+    def __init__(self, message: str, status_code: int = 400) -> None:
         super().__init__(message)
         self.message = message
         self.status_code = status_code
 
 
 class QuotaExceeded(SubmissionRefused):
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(message, status_code=429)
 
 
-def quota_for(task):
+def quota_for(task: Task) -> int:
     return task.daily_quota if task.daily_quota is not None else settings.SUBMISSIONS_PER_DAY
 
 
-def utc_day_bounds(now=None):
+def utc_day_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
     now = now or timezone.now()
     start = datetime.combine(now.astimezone(dt_timezone.utc).date(), time.min, tzinfo=dt_timezone.utc)
     return start, start + timedelta(days=1)
 
 
-def submissions_counted_today(user, task):
+def submissions_counted_today(user: User, task: Task) -> int:
     """Submissions that use up today's quota: everything accepted, except failures that were
     the platform's fault (refunded). Rejected files never count."""
     start, end = utc_day_bounds()
@@ -57,22 +60,23 @@ def submissions_counted_today(user, task):
     ).count()
 
 
-def quota_status(user, task):
+def quota_status(user: User, task: Task) -> dict[str, Any]:
     limit = quota_for(task)
     used = submissions_counted_today(user, task)
     _, reset = utc_day_bounds()
     return {"limit": limit, "used": used, "remaining": max(limit - used, 0), "resets_at": reset}
 
 
-def submit(*, kind=Submission.PREDICTIONS, **fields):
+def submit(*, kind: str = Submission.PREDICTIONS, **fields: Any) -> Submission:
     """Any upload: interpreter code goes to the sandbox runner, every file to its scorer."""
     if kind == Submission.CODE:
         return submit_code(**fields)
     return submit_predictions(kind=kind, **fields)
 
 
-def submit_predictions(*, user, task, uploaded_file, method_name, description="", url="", public=True,
-                       kind=Submission.PREDICTIONS, enforce_quota=True):
+def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, method_name: str,
+                       description: str = "", url: str = "", public: bool = True, kind: str = Submission.PREDICTIONS,
+                       enforce_quota: bool = True) -> Submission:
     """Validate an uploaded prediction file and create the submission.
 
     Returns the Submission: ``queued`` when the file is valid (scoring is sent after commit),
@@ -89,6 +93,7 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
     if test_set is None:
         raise SubmissionRefused(f"Task {task.slug} has no test set yet.")
 
+    size: int = uploaded_file.size  # type: ignore[assignment]  # an uploaded file knows its size
     submission = Submission(
         user=user,
         task=task,
@@ -99,13 +104,13 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
         url=url,
         public=public,
         original_filename=(getattr(uploaded_file, "name", "") or "")[-255:],
-        size=uploaded_file.size,
+        size=size,
     )
     error = None
     raw = None
-    if uploaded_file.size > settings.SUBMISSION_MAX_BYTES:
+    if size > settings.SUBMISSION_MAX_BYTES:
         error = (
-            f"File is {uploaded_file.size:,} bytes; the limit is {settings.SUBMISSION_MAX_BYTES:,} bytes."
+            f"File is {size:,} bytes; the limit is {settings.SUBMISSION_MAX_BYTES:,} bytes."
         )
     else:
         raw = b"".join(uploaded_file.chunks())
@@ -122,6 +127,7 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
                              error_message=error)
         return submission
 
+    assert raw is not None  # no error: the file passed the size check and was read
     submission.sha256 = hashlib.sha256(raw).hexdigest()
     with transaction.atomic():
         # Lock the task row so concurrent uploads by the same user cannot both pass the quota
@@ -139,7 +145,8 @@ def submit_predictions(*, user, task, uploaded_file, method_name, description=""
     return submission
 
 
-def submit_code(*, user, task, uploaded_file, method_name, description="", url="", public=True, enforce_quota=True):
+def submit_code(*, user: User, task: Task, uploaded_file: UploadedFile, method_name: str,
+                description: str = "", url: str = "", public: bool = True, enforce_quota: bool = True) -> Submission:
     """Validate and queue an interpreter (.py, or .zip with one entry module)."""
     if task.kind != Task.INTERPRETATION or not hasattr(task, "track"):
         raise SubmissionRefused("Code submissions are for QUACKIE tracks only.")
@@ -152,13 +159,14 @@ def submit_code(*, user, task, uploaded_file, method_name, description="", url="
     test_set = task.current_test_set()
     if test_set is None:
         raise SubmissionRefused(f"Track {task.slug} is not ready yet (inclusion flags: {task.track.status}).")
+    size: int = uploaded_file.size  # type: ignore[assignment]  # an uploaded file knows its size
     submission = Submission(user=user, task=task, test_set=test_set, kind=Submission.CODE, method_name=method_name,
-                            description=description, url=url, public=public, size=uploaded_file.size,
+                            description=description, url=url, public=public, size=size,
                             original_filename=(uploaded_file.name or "")[-255:])
     name = uploaded_file.name or "interpreter.py"
     try:
-        if uploaded_file.size > settings.CODE_MAX_BYTES:  # refused before a byte is read into memory
-            raise sandbox.InvalidCode(f"{Path(name).name}: {uploaded_file.size} bytes; "
+        if size > settings.CODE_MAX_BYTES:  # refused before a byte is read into memory
+            raise sandbox.InvalidCode(f"{Path(name).name}: {size} bytes; "
                                       f"the limit is {settings.CODE_MAX_BYTES} bytes")
         raw = b"".join(uploaded_file.chunks())
         submission.sha256 = hashlib.sha256(raw).hexdigest()
@@ -179,11 +187,11 @@ def submit_code(*, user, task, uploaded_file, method_name, description="", url="
     return submission
 
 
-def submission_upload_name():
+def submission_upload_name() -> str:
     return "predictions.json"
 
 
-def cancel(submission):
+def cancel(submission: Submission) -> Submission:
     """Withdraw a submission that has not started scoring."""
     if submission.status != Status.QUEUED:
         raise SubmissionRefused(f"Only queued submissions can be cancelled; this one is {submission.status}.", 409)
@@ -192,7 +200,7 @@ def cancel(submission):
     return submission
 
 
-def retry(submission):
+def retry(submission: Submission) -> bool:
     """Maintainers: send a failed or scored submission back to the queue."""
     if submission.status not in (Status.FAILED, Status.SCORED):
         raise SubmissionRefused(f"Cannot retry a {submission.status} submission.", 409)

@@ -37,7 +37,10 @@ def transition(submission: Submission | int, new_status: Status, *, expect: Coll
     lease). Returns True when this call made the change; False when the row moved on
     meanwhile. A submission not saved yet is created in ``new_status`` (from ``uploaded``)."""
     instance = submission if isinstance(submission, Submission) else None
-    expected = {Status(s) for s in expect} if expect is not None else {Status(instance.status)}
+    if expect is not None:
+        expected = {Status(s) for s in expect}
+    else:  # a submission given by id always comes with ``expect``
+        expected = {Status(instance.status)}  # type: ignore[union-attr]
     illegal = [s for s in expected if new_status not in LEGAL_TRANSITIONS[s]]
     if illegal:
         raise IllegalTransition(f"{'/'.join(sorted(illegal))} -> {new_status}")
@@ -49,7 +52,7 @@ def transition(submission: Submission | int, new_status: Status, *, expect: Coll
             setattr(instance, name, value)
         instance.save()
         return True
-    pk = instance.pk if instance is not None else submission
+    pk = submission.pk if isinstance(submission, Submission) else submission
     rows = Submission.objects.filter(pk=pk, status__in=expected)
     if where is not None:
         rows = rows.filter(where)

@@ -56,7 +56,7 @@ class ErrorCategory(models.TextChoices):
 # against the quota) and can be retried.
 PLATFORM_CATEGORIES = {ErrorCategory.WORKER_LOST, ErrorCategory.SCORER_ERROR, ErrorCategory.TEST_SET_GONE}
 
-ERROR_HELP = {
+ERROR_HELP: dict[str, str] = {
     ErrorCategory.INVALID_INPUT: "The file does not follow the prediction format. Fix it and upload again; "
     "rejected files do not count against your quota.",
     ErrorCategory.WORKER_LOST: "The scoring worker stopped repeatedly while scoring this file. "
@@ -80,7 +80,7 @@ UPLOAD_SUFFIXES = {".json", ".py", ".zip"}
 BASELINES_USERNAME = "expbench-baselines"
 
 
-def submission_upload_path(instance, filename):
+def submission_upload_path(instance: "Submission", filename: str) -> str:
     # Random names: uploaded files are private and never guessable. The suffix is kept (from a
     # fixed list) because the sandbox tells a module from a zip by it.
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
@@ -145,18 +145,18 @@ class Submission(models.Model):
     def __str__(self):
         return f"#{self.pk} {self.method_name} ({self.status})"
 
-    def get_absolute_url(self):
+    def get_absolute_url(self) -> str:
         return reverse("submission-detail", args=[self.pk])
 
     @property
-    def is_terminal(self):
+    def is_terminal(self) -> bool:
         return self.status in TERMINAL
 
     @property
-    def error_help(self):
+    def error_help(self) -> str:
         return ERROR_HELP.get(self.error_category, "")
 
     @property
-    def team(self):
+    def team(self) -> str:
         profile = getattr(self.user, "profile", None)
         return (profile.team if profile and profile.team else "") or self.user.username

@@ -4,13 +4,15 @@ schedule the diagnostics. (Interpreter code runs are in ``code_runs``.)"""
 import logging
 import math
 import time
+from collections.abc import Sequence
 
 from django.conf import settings
 
+from benchmark.models import Task
 from scoring import stats
 
 from . import diagnostics, lifecycle
-from .models import ErrorCategory, Status
+from .models import ErrorCategory, Status, Submission
 from .scorers import InvalidPredictions, scorer_for
 
 log = logging.getLogger(__name__)
@@ -29,7 +31,7 @@ def claim_and_score(submission_id: int, *, hold_seconds: float = 0.0) -> str:
     return submission.status
 
 
-def run_scoring(submission):
+def run_scoring(submission: Submission) -> bool:
     """Score a claimed (running) submission and store the result. Called by the worker.
 
     Any unexpected exception (scorer, confidence intervals, storing) fails the run at once as
@@ -75,13 +77,14 @@ def _score_and_store(submission):
     )
 
 
-def confidence_intervals(task, item_rows):
+def confidence_intervals(task: Task, item_rows: Sequence[Sequence[float | None]]) -> dict[str, list[float] | None]:
     """95% bootstrap CI per metric (0-100 scale). Metrics defined on every item share one
     resample matrix; a metric with undefined items (None, e.g. QUACKIE fails or an undefined
     SNR) is resampled over its defined items only, like its mean."""
     keys = [key for key, _ in task.metric_columns]
     per_metric = {key: [row[i] for row in item_rows] for i, key in enumerate(keys)}
-    complete = {k: [v * 100 for v in values] for k, values in per_metric.items() if None not in values}
+    complete = {k: [v * 100 for v in values]  # type: ignore[operator]  # None is not in these values
+                for k, values in per_metric.items() if None not in values}
     resampled = stats.bootstrap_cis(complete, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
     cis = {k: list(b) for k, b in resampled.items()}
     for key, values in per_metric.items():

@@ -9,7 +9,9 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from benchmark.models import SkillVariant, Task, TestSet
 from scoring.analysis import skills
 from scoring.metrics import checklist, classification, expmrc, quackie
 from scoring.strict_json import InvalidPredictions, JsonObject, load_json_object, parse_id_to_string, show
@@ -26,13 +28,23 @@ class ScoredRun:
     details: dict = field(default_factory=dict)  # kind-specific aggregates (never per-item gold)
 
 
+class Scorer(Protocol):
+    """What every scorer offers: its version label, ``parse`` and ``score``."""
+
+    version: str
+
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> Any: ...
+
+    def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun: ...
+
+
 class ExpmrcScorer:
     version = "expmrc-1/nltk-3.9.2"
 
-    def parse(self, raw, test_set, *, max_bytes):
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, dict]:
         return expmrc.parse_predictions(raw, expmrc.KeySpec.from_dict(test_set.key_spec), max_bytes=max_bytes)
 
-    def score(self, task, test_set, predictions):
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict]) -> ScoredRun:
         result = expmrc.score_predictions(test_set.gold, predictions)
         return ScoredRun(
             scores={task.answer_metric: result.answer, "evidence_f1": result.evidence, "overall_f1": result.overall},
@@ -45,11 +57,11 @@ class ExpmrcScorer:
 class ClassificationScorer:
     version = "classification-1"
 
-    def parse(self, raw, test_set, *, max_bytes):
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, str]:
         spec = classification.LabelSpec.from_dict(test_set.key_spec)
         return classification.parse_predictions(raw, spec, max_bytes=max_bytes)
 
-    def score(self, task, test_set, predictions):
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, str]) -> ScoredRun:
         result = classification.score_predictions(test_set.gold["rows"], predictions)
         return ScoredRun(scores={"accuracy": result.accuracy}, item_rows=[[v] for v in result.per_item],
                          total=result.total, unanswered=result.unanswered)
@@ -63,10 +75,10 @@ class SkillsScorer:
 
     version = "skills-1/expmrc-1"
 
-    def variants(self, test_set):
+    def variants(self, test_set: TestSet) -> dict[str, SkillVariant]:
         return {v.skill: v for v in test_set.skill_variants.filter(status="ok")}
 
-    def parse(self, raw, test_set, *, max_bytes):
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, dict[str, dict]]:
         text, document = load_json_object(raw, max_bytes=max_bytes,
                                            expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
         variants = self.variants(test_set)
@@ -82,14 +94,14 @@ class SkillsScorer:
         parsed = {}
         for name, section in document:
             spec = test_set.key_spec if name == "original" else variants[name].key_spec
-            try:
-                parsed[name] = expmrc.parse_predictions(json.dumps(_plain(section)), expmrc.KeySpec.from_dict(spec),
-                                                        max_bytes=max_bytes)
+            try:  # parse_predictions reads text as well as bytes (load_json_object takes both)
+                parsed[name] = expmrc.parse_predictions(json.dumps(_plain(section)),  # type: ignore[arg-type]
+                                                        expmrc.KeySpec.from_dict(spec), max_bytes=max_bytes)
             except InvalidPredictions as exc:
                 raise InvalidPredictions(f"section {show(name)}: {exc}") from None
         return parsed
 
-    def refusal(self, refused, test_set, variants):
+    def refusal(self, refused: list[str], test_set: TestSet, variants: dict[str, SkillVariant]) -> str:
         """Why sections cannot be scored: a skill not defined for the task's language, not
         configured (s6) or without a variant is named as such, anything else is unknown."""
         task = test_set.task
@@ -113,13 +125,14 @@ class SkillsScorer:
         allowed = ", ".join(["original", *sorted(variants, key=_skill_order)])
         return f"section {'; section '.join(reasons)}; sections this task accepts: {allowed}"
 
-    def score(self, task, test_set, predictions):
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict[str, dict]]) -> ScoredRun:
         original = expmrc.score_predictions(test_set.gold, predictions["original"])
         variants = self.variants(test_set)
         variant_f1 = {}
         for name, preds in predictions.items():
             if name != "original":
-                result = expmrc.score_predictions(variants[name].gold, preds)
+                # An "ok" variant has its gold.
+                result = expmrc.score_predictions(variants[name].gold, preds)  # type: ignore[arg-type]
                 variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
         gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0)
         not_submitted = sorted(set(variants) - set(variant_f1), key=_skill_order)
@@ -140,11 +153,11 @@ class ChecklistScorer:
 
     version = "checklist-1"
 
-    def parse(self, raw, test_set, *, max_bytes):
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, str]:
         return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
                                   expected='{"<item id>": "<answer>"}')
 
-    def score(self, task, test_set, predictions):
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, str]) -> ScoredRun:
         suite = test_set.gold
         passed = [outcome == "pass" for test in checklist.case_outcomes(suite, predictions) for outcome in test]
         details = checklist.score_checklist(suite, predictions)
@@ -172,10 +185,10 @@ class InterpretationScorer:
     METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
     COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
 
-    def parse(self, raw, test_set, *, max_bytes):
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, list[float]]:
         return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
 
-    def score(self, task, test_set, predictions):
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, list[float]]) -> ScoredRun:
         result = quackie.score(test_set.gold, predictions)
         # Largest item value whose x100 sum over every item stays a finite double.
         limit = sys.float_info.max / (100.0 * max(result["n"], 1))
@@ -219,12 +232,13 @@ def _skill_order(name):
     return (int(digits) if digits else 0, name)
 
 
-_BY_TASK_KIND = {"span": ExpmrcScorer(), "multichoice": ExpmrcScorer(), "classification": ClassificationScorer(),
-                 "checklist": ChecklistScorer(), "interpretation": InterpretationScorer()}
+_BY_TASK_KIND: dict[str, Scorer] = {
+    "span": ExpmrcScorer(), "multichoice": ExpmrcScorer(), "classification": ClassificationScorer(),
+    "checklist": ChecklistScorer(), "interpretation": InterpretationScorer()}
 _SKILLS = SkillsScorer()
 
 
-def scorer_for(task, kind="predictions"):
+def scorer_for(task: Task, kind: str = "predictions") -> Scorer:
     if kind == "skills":
         if task.kind != "span":
             raise LookupError("skill submissions are for span-extraction tasks")

@@ -1,8 +1,16 @@
 """Read-side queries other apps use."""
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+
+from benchmark.models import Task, TestSet
+
 from .models import Status, Submission
 
 
-def public_scored_submissions(task, test_set, kinds=(Submission.PREDICTIONS, Submission.CODE)):
+def public_scored_submissions(task: Task, test_set: TestSet | None,
+                              kinds: Iterable[str] = (Submission.PREDICTIONS, Submission.CODE)) -> QuerySet[Submission]:
     """Public scored entries of a task's test set, oldest first. Prediction files and code
     runs rank on the leaderboard; skill submissions have their own board."""
     if test_set is None:
@@ -15,11 +23,11 @@ def public_scored_submissions(task, test_set, kinds=(Submission.PREDICTIONS, Sub
     )
 
 
-def item_scores_of(submission_ids):
+def item_scores_of(submission_ids: Iterable[int]) -> dict[int, Any]:
     """{id: per-question rows} for leaderboard statistics. Internal: never serialised."""
     return dict(Submission.objects.filter(pk__in=submission_ids).values_list("pk", "item_scores"))
 
 
-def public_skill_submissions(task, test_set):
+def public_skill_submissions(task: Task, test_set: TestSet | None) -> QuerySet[Submission]:
     """Public scored skill submissions of a task (their own board, not the main ranking)."""
     return public_scored_submissions(task, test_set, kinds=(Submission.SKILLS,))

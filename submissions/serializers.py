@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from benchmark.models import Task
+
 from .models import Submission
 
 
@@ -16,7 +18,7 @@ class SubmissionCreateSerializer(serializers.Serializer):
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
-    task = serializers.SlugRelatedField(read_only=True, slug_field="slug")
+    task: "serializers.SlugRelatedField[Task]" = serializers.SlugRelatedField(read_only=True, slug_field="slug")
     test_set_version = serializers.CharField(source="test_set.version", read_only=True)
     team = serializers.CharField(read_only=True)
     error = serializers.SerializerMethodField()
@@ -32,7 +34,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = [f for f in fields if f not in ("method_name", "description", "url", "public")]
 
-    def get_error(self, sub) -> dict | None:
+    def get_error(self, sub: Submission) -> dict | None:
         if not sub.error_category:
             return None
         return {"category": sub.error_category, "message": sub.error_message, "help": sub.error_help}

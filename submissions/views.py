@@ -1,12 +1,14 @@
 import copy
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.http import AuthenticatedHttpRequest
 from benchmark.models import Task
 from core.jobs import WAITING
 
@@ -16,7 +18,7 @@ from .models import Status, Submission
 
 
 @login_required
-def submit(request, slug):
+def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     quota = intake.quota_status(request.user, task)
     rejected = None
@@ -41,7 +43,8 @@ def submit(request, slug):
     else:
         form = PredictionUploadForm(task=task)
     status = 400 if request.method == "POST" else 200
-    spec = (task.current_test_set().key_spec or {}) if task.current_test_set() else {}
+    # The second call finds the test set the first one found.
+    spec = (task.current_test_set().key_spec or {}) if task.current_test_set() else {}  # type: ignore[union-attr]
     return render(request, "submissions/submit.html", {
         "task": task, "form": form, "quota": quota, "rejected": rejected,
         "max_bytes": settings.SUBMISSION_MAX_BYTES,
@@ -49,7 +52,7 @@ def submit(request, slug):
     }, status=status)
 
 
-def visible_submission(request, pk):
+def visible_submission(request: HttpRequest, pk: int) -> Submission:
     submission = get_object_or_404(
         Submission.objects.select_related("task", "test_set", "user__profile").defer(
             "item_scores", "test_set__gold", "test_set__public_inputs", "test_set__diagnostics"), pk=pk)
@@ -60,7 +63,7 @@ def visible_submission(request, pk):
     return submission
 
 
-def present_diagnostics(diagnostics):
+def present_diagnostics(diagnostics: dict[str, Any] | None) -> dict[str, Any]:
     """Display-ready copy of the stored diagnostics: ordered group rows for charts, readable
     cue names and label distributions. The stored JSON stays as the API returns it."""
 
@@ -78,7 +81,7 @@ def present_diagnostics(diagnostics):
     return d
 
 
-def present_details(details):
+def present_details(details: dict[str, Any] | None) -> dict[str, Any]:
     """Display-ready skill gaps (grouped for charts) and CheckList rates."""
     d = dict(details or {})
     gaps = [g for g in (d.get("skills") or {}).values() if g.get("gap") is not None]
@@ -92,7 +95,7 @@ def present_details(details):
     return d
 
 
-def detail(request, pk):
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = visible_submission(request, pk)
     ahead = None
     if submission.status == Status.QUEUED:
@@ -105,7 +108,8 @@ def detail(request, pk):
         rows.append({"label": label, "value": submission.scores.get(key),
                      "low": ci[0] if ci else None, "high": ci[1] if ci else None})
     steps = [Status.UPLOADED, Status.QUEUED, Status.RUNNING, Status.SCORED]
-    reached = {Status.UPLOADED: 0, Status.QUEUED: 1, Status.RUNNING: 2, Status.SCORED: 3}.get(submission.status, -1)
+    positions: dict[str, int] = {Status.UPLOADED: 0, Status.QUEUED: 1, Status.RUNNING: 2, Status.SCORED: 3}
+    reached = positions.get(submission.status, -1)
     return render(request, "submissions/detail.html", {
         "submission": submission,
         "rows": rows,
@@ -119,7 +123,7 @@ def detail(request, pk):
 
 
 @login_required
-def my_submissions(request):
+def my_submissions(request: AuthenticatedHttpRequest) -> HttpResponse:
     submissions = (
         Submission.objects.filter(user=request.user).select_related("task")
         .defer("item_scores").order_by("-created_at", "-id")
@@ -127,13 +131,13 @@ def my_submissions(request):
     return render(request, "submissions/list.html", {"submissions": submissions})
 
 
-def owned(request, pk):
+def owned(request: HttpRequest, pk: int) -> Submission:
     return get_object_or_404(Submission.objects.defer("item_scores"), pk=pk, user=request.user)
 
 
 @login_required
 @require_POST
-def cancel(request, pk):
+def cancel(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     submission = owned(request, pk)
     try:
         intake.cancel(submission)
@@ -145,7 +149,7 @@ def cancel(request, pk):
 
 @login_required
 @require_POST
-def toggle_public(request, pk):
+def toggle_public(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     submission = owned(request, pk)
     submission.public = not submission.public
     submission.save(update_fields=["public"])

@@ -90,3 +90,51 @@ def test_nothing_cites_a_document_outside_the_repository_or_an_internal_label(fo
                 if OUTSIDE_CITATION.search(line):
                     found.append(f"{relative(path)}:{number}: {line.strip()}")
     assert found == []
+
+
+APPS = {"core", "accounts", "benchmark", "submissions", "leaderboards", "config"}
+
+
+def untyped_functions(tree):
+    """(line, name) of each public function and method (name without a leading ``_``; module
+    level and in classes, nested classes included) that lacks its return annotation or an
+    annotation of a parameter other than ``self``/``cls`` (``*args``/``**kwargs`` included)."""
+    def functions(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield node
+            elif isinstance(node, ast.ClassDef):
+                yield from functions(node.body)
+
+    for function in functions(tree.body):
+        if function.name.startswith("_"):
+            continue
+        args = function.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *(a for a in (args.vararg, args.kwarg) if a)]
+        if function.returns is None or any(p.annotation is None for p in params if p.arg not in {"self", "cls"}):
+            yield function.lineno, function.name
+
+
+def test_the_apps_public_functions_are_typed():
+    files = [p for p in PRODUCT if p.relative_to(ROOT).parts[0] in APPS]
+    assert len({p.relative_to(ROOT).parts[0] for p in files}) == len(APPS)
+    missing = [f"{relative(p)}:{line} {name}" for p in files
+               for line, name in untyped_functions(ast.parse(p.read_text(encoding="utf-8")))]
+    assert missing == [], "annotate every parameter and the return type (docs/architecture.md)"
+    planted = (
+        "def typed(a: int, *args: Any, **kwargs: Any) -> None: ...\n"
+        "def no_return(a: int): ...\n"
+        "def bare_parameter(a, b: int) -> int: ...\n"
+        "def _private(a): ...\n"
+        "class View:\n"
+        "    def get(self, request) -> None: ...\n"
+        "    @classmethod\n"
+        "    def make(cls) -> 'View': ...\n"
+        "    def __str__(self): ...\n"
+        "    class Meta:\n"
+        "        def nested(self, *args) -> None: ...\n"
+        "async def fetch(*, key: str, **options) -> None:\n"
+        "    def inner(x): ...\n"
+    )
+    assert list(untyped_functions(ast.parse(planted))) == [
+        (2, "no_return"), (3, "bare_parameter"), (6, "get"), (11, "nested"), (12, "fetch")]

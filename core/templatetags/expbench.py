@@ -1,5 +1,7 @@
 """Template filters and tags of every page: score formatting and inline SVG charts."""
 import math
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django import template
 from django.utils.html import escape
@@ -9,7 +11,7 @@ register = template.Library()
 
 
 @register.filter
-def score(value, decimals=3):
+def score(value: float | str | None, decimals: int | str = 3) -> str:
     """Official display: fixed decimals, an em dash when missing. Magnitudes of ten million and
     more (only unbounded ratios such as QUACKIE's raw SNR reach them) in scientific notation, so
     that one near-zero noise does not print a 45-digit number across the table."""
@@ -22,12 +24,12 @@ def score(value, decimals=3):
 
 
 @register.simple_tag
-def ci_bar(low, high, value, width=90):
+def ci_bar(low: float | None, high: float | None, value: float | None, width: float = 90) -> str:
     """A small inline SVG: the 95% CI as a bar on a 0-100 axis with the point estimate."""
     if low is None or high is None or value is None:
         return ""
 
-    def x(v):
+    def x(v: float) -> float:
         return round(max(0.0, min(100.0, float(v))) / 100 * width, 2)
 
     return mark_safe(
@@ -40,7 +42,8 @@ def ci_bar(low, high, value, width=90):
 
 
 @register.simple_tag
-def hbar_chart(items, label_key, value_key, max_value=None, width=420, decimals=1, scale=1.0, signed=False):
+def hbar_chart(items: Iterable[Mapping[str, Any]], label_key: str, value_key: str, max_value: float | None = None,
+               width: float = 420, decimals: int | str = 1, scale: float = 1.0, signed: bool = False) -> str:
     """A horizontal bar chart as inline SVG (no JavaScript, no CDN). ``signed`` draws bars
     left or right of a centre line, for differences such as ΔAcc."""
     rows = [(str(item[label_key]), item[value_key]) for item in items if item.get(value_key) is not None]
@@ -71,7 +74,7 @@ def hbar_chart(items, label_key, value_key, max_value=None, width=420, decimals=
 
 
 @register.filter
-def label(value):
+def label(value: object) -> str:
     """snake_case names as readable labels: question_type -> Question type."""
     text = str(value).replace("_", " ").strip()
     return text[:1].upper() + text[1:]
@@ -82,7 +85,8 @@ _SERIES_FILLS = ("#7f9ee6", "#e3a76f", "#b8bfcb")
 
 
 @register.simple_tag
-def grouped_bar_chart(item, series_keys, series_names, max_value=1.0, width=420, decimals=2):
+def grouped_bar_chart(item: Mapping[str, Any], series_keys: str, series_names: str, max_value: float | str | None = 1.0,
+                      width: float = 420, decimals: int | str = 2) -> str:
     """Grouped horizontal bars as inline SVG (no JavaScript, no CDN): one group per category,
     one bar per series, e.g. an ICQ cue's predicted, reference and uniform label distributions.
     ``item[key]`` is a ``{category: value}`` dict for each comma-separated key of

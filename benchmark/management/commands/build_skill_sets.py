@@ -1,6 +1,7 @@
 import time
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmark import skill_sets
 from benchmark.models import SkillVariant, Task
@@ -10,10 +11,10 @@ class Command(BaseCommand):
     help = ("Build the reconstructed test sets s1–s14 (InDepth-Eva-MRC, Wu et al., 2022) of a span task's "
             "current hidden test set.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--task", required=True)
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         task = Task.objects.filter(slug=opts["task"], kind=Task.SPAN).first()
         if task is None:
             raise CommandError(f"{opts['task']}: no span-extraction task of that name", returncode=2)

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmark.importers import ImportRefused
 from benchmark.models import HostedModel, InterpretationSet
@@ -10,12 +12,12 @@ class Command(BaseCommand):
             "the inclusion flags are computed by a worker on the models queue, or here with --now. Given a new "
             "version of a set, the existing track of that set name and model moves to it.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--set", required=True, help="interpretation set name (latest version)")
         parser.add_argument("--model", required=True, help="hosted model slug")
         parser.add_argument("--now", action="store_true", help="compute the inclusion flags in this process")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         iset = InterpretationSet.objects.filter(name=opts["set"]).order_by("-imported_at").first()
         model = HostedModel.objects.filter(slug=opts["model"]).first()
         if iset is None or model is None:

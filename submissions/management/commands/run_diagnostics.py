@@ -1,6 +1,7 @@
 import time
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.jobs import JobStatus
 from submissions import diagnostics
@@ -11,12 +12,12 @@ class Command(BaseCommand):
     help = ("Recompute and store the diagnostics of one scored submission now, in this process "
             "(e.g. the question-type tests with 1,000,000 permutations instead of the default).")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--submission", type=int, required=True, help="submission id")
         parser.add_argument("--permutations", type=int,
                             help="permutations per question-type test (default: DIAGNOSTICS_PERMUTATIONS)")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         submission_id, permutations = opts["submission"], opts["permutations"]
         if permutations is not None and permutations < 1:
             raise CommandError("--permutations must be a positive integer", returncode=2)

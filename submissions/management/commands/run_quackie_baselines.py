@@ -3,10 +3,12 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Profile
 from benchmark.models import Task, TestSet
@@ -21,20 +23,20 @@ class SampleFailures:
     """Samples a method failed on, counted per category (the sandbox's names: ``exception``,
     ``not_finite``), with the first one kept for the report."""
 
-    def __init__(self):
-        self.counts = {}
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
         self.first = ""
 
-    def add(self, sample_id, category, detail):
+    def add(self, sample_id: str, category: str, detail: object) -> None:
         self.counts[category] = self.counts.get(category, 0) + 1
         if not self.first:
             detail = " ".join(str(detail).split())
             self.first = f"sample {sample_id}: {category}: {detail[:200]}"
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.counts)
 
-    def summary(self):
+    def summary(self) -> str:
         total = sum(self.counts.values())
         kinds = ", ".join(f"{category} {count}" for category, count in sorted(self.counts.items()))
         return f"{total} sample{'s' if total != 1 else ''} failed ({kinds})"
@@ -44,7 +46,7 @@ class Command(BaseCommand):
     help = ("Run the built-in QUACKIE baselines (Random, Gradient, IntegratedGradients, SmoothGrad, LIME, SHAP with "
             "sum/max aggregation) on a track's included samples and score them like any score file.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--track", required=True, help="task slug quackie-<set>-<model>")
         parser.add_argument("--methods", nargs="*", help="default: all")
         parser.add_argument("--limit", type=int, help="only the first N included samples (quick runs)")
@@ -52,7 +54,7 @@ class Command(BaseCommand):
                             help="submit each method as interpreter code and run it through the code-submission "
                                  "sandbox, exactly as a researcher's code is run (all included samples)")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         # torch is heavy and reads OMP_WAIT_POLICY when it loads: imported after the line above.
         import torch  # noqa: PLC0415
@@ -84,7 +86,7 @@ class Command(BaseCommand):
         model = load_hosted_model(task.track.hosted_model.path, task.track.hosted_model.kind)
         # All methods per sample in one pass: the sum and max rows of a family share their
         # model calls (interpret_many), which halves the cost of LIME, SHAP and the gradients.
-        scores = {method: {} for method in methods}
+        scores: dict[str, dict[str, list[float]]] = {method: {} for method in methods}
         seconds = {method: 0.0 for method in methods}
         failures = {method: SampleFailures() for method in methods}
         for done, sample in enumerate(samples, 1):
@@ -126,21 +128,21 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {method}: {failures[method].summary()}; first: {failures[method].first}")
 
     @staticmethod
-    def families(methods):
+    def families(methods: Iterable[str]) -> list[list[str]]:
         """Methods grouped by explanation family (their sum/max rows share one explanation)."""
         from scoring.models.interpreters import family_of  # noqa: PLC0415  (imports torch)
 
-        groups = {}
+        groups: dict[str, list[str]] = {}
         for method in methods:
             groups.setdefault(family_of(method), []).append(method)
         return list(groups.values())
 
-    def baselines_user(self):
+    def baselines_user(self) -> User:
         user, _ = User.objects.get_or_create(username=BASELINES_USERNAME, defaults={"is_active": False})
         Profile.objects.get_or_create(user=user, defaults={"team": "ExpBench built-in baseline"})
         return user
 
-    def run_in_sandbox(self, task, user, methods):
+    def run_in_sandbox(self, task: Task, user: User, methods: Iterable[str]) -> None:
         """The same path as a researcher's interpreter: generated code module, upload validation,
         sandbox runner, QUACKIE scoring (docs/sandbox.md; proves the runner with real methods)."""
         for method in methods:
@@ -164,7 +166,7 @@ class Command(BaseCommand):
             done = submission.details.get("progress", {}).get("done") or 1
             self.report(method, submission, (time.monotonic() - started) / done)
 
-    def report(self, method, submission, seconds_per_sample):
+    def report(self, method: str, submission: Submission, seconds_per_sample: float) -> None:
         s = submission.scores
         line = (f"{method:28s} IoU {s.get('iou') or 0:6.2f}  HPD {s.get('hpd') or 0:6.2f}  "
                 f"SNR {s.get('snr') or 0:7.2f}  fails {submission.details['quackie']['fails']}  "
