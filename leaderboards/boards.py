@@ -61,32 +61,34 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
         row["rank"] = ranked[position - 2]["rank"] if value == previous else position
         previous = value
     for row in pinned:
-        row.update(tier=None, p_vs_above=None)
+        row.update(tier=None, p_vs_above=None, p_vs_leader=None, p_adjusted=None)
     add_tiers(task, ranked)
     return pinned + ranked
 
 
 def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
-    """Significance tiers (docs/diagnostics.md#significance-tiers): a paired sign-flip test on
-    per-question primary-metric scores between each server-scored entry and the scored entry
-    ranked just above it;
-    entries not significantly different at alpha = 0.05 share a tier. Reported rows have no
-    per-item data and get no tier. Cached until the set of entries changes."""
+    """Significance tiers (docs/diagnostics.md#significance-tiers, ``scoring.stats.TIER_PROCEDURE``):
+    tier 1 is the top scored entry plus every entry not significantly worse than it, the rest
+    tiered the same way; paired tests on the items both entries define, so a QUACKIE sample that
+    failed is left out as it is from the ranked mean. Reported rows have no per-item data and get
+    no tier. Cached until the set of entries changes."""
     ids = [row["submission_id"] for row in ranked if row["submission_id"]]
-    key = f"tiers:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()
+    key = (f"tiers-v2:{task.pk}:{settings.TIER_RESAMPLES}:"
+           + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest())
     tiers = cache.get(key)
     if tiers is None:
         column = task.primary_index
         items = item_scores_of(ids)
         tiers = significance_tiers(
-            # A failed item (None: e.g. a QUACKIE sample whose scores failed) counts as 0 here.
-            [[r[column] or 0.0 for r in items[row["submission_id"]]] if row["submission_id"] else None
+            # A failed item (None: a QUACKIE sample whose scores failed) is left out of its pairs.
+            [[r[column] for r in items[row["submission_id"]]] if row["submission_id"] else None
              for row in ranked],
             alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
         )
         cache.set(key, tiers, 3600)
     for row, tier in zip(ranked, tiers):
-        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"])
+        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"], p_vs_leader=tier.get("p_vs_leader"),
+                   p_adjusted=tier.get("p_adjusted"))
 
 
 def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:

@@ -60,7 +60,8 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
     if same_items:
         column = a.task.primary_index
         items = item_scores_of([a.pk, b.pk])
-        p = paired_test([r[column] or 0.0 for r in items[a.pk]], [r[column] or 0.0 for r in items[b.pk]],
+        # On the items both entries define (a failed QUACKIE sample is left out, as from the means).
+        p = paired_test([r[column] for r in items[a.pk]], [r[column] for r in items[b.pk]],
                         n_resamples=settings.TIER_RESAMPLES, seed=0)
         paired = {"applicable": True, "metric": a.task.primary_metric, "p_value": p, "significant": p < 0.05,
                   "test": "paired sign-flip permutation on per-question scores (two-sided)"}

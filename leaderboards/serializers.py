@@ -17,6 +17,10 @@ class LeaderboardRowSerializer(serializers.Serializer):
     tier = serializers.IntegerField(allow_null=True, help_text="significance tier (1 = top); null for reported rows")
     fails = serializers.IntegerField(allow_null=True, required=False, help_text="QUACKIE: samples that failed")
     baseline = serializers.BooleanField(required=False, help_text="a published or built-in baseline")
+    p_vs_leader = serializers.FloatField(allow_null=True, required=False,
+                                         help_text="paired p-value against the first entry of its tier")
+    p_adjusted = serializers.FloatField(allow_null=True, required=False,
+                                        help_text="p_vs_leader corrected for comparing against the best of several")
     p_vs_above = serializers.FloatField(
         allow_null=True, help_text="paired sign-flip p-value against the scored entry ranked just above")
 

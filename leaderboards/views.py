@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from benchmark.models import Benchmark, Task, TestSet
 from benchmark.skill_listing import skill_listing
 from core.jobs import WAITING
+from scoring.stats import TIER_PROCEDURE
 from submissions.selectors import public_skill_submissions
 
 from .boards import benchmark_average_rows, leaderboard_rows
@@ -65,6 +66,7 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "columns": task.metric_columns,
         "primary_label": dict(task.metric_columns)[task.primary_metric],
         "has_submissions": any(r["kind"] == "submission" for r in rows),
+        "tier_procedure": TIER_PROCEDURE,
     })
 
 
@@ -79,7 +81,7 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
 
     rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue["test_dist"])}
             for cue in part.get("cues", [])]
-    return {**part, "rows": rows}
+    return {**part, "rows": rows, "prior_text": dist(rows[0].get("prior") or {}) if rows else ""}
 
 
 def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:

@@ -1,24 +1,41 @@
 """Statistics over per-item scores (numpy, vectorised, seeded).
 
-- ``bootstrap_ci`` / ``bootstrap_cis``: percentile bootstrap CI of the mean of each metric;
-  all metrics of one entry share the same resampled items, so their intervals are coherent.
-- ``paired_test``: two-sided sign-flip permutation test on per-item differences of two systems
-  scored on the same items.
-- ``significance_tiers``: walks a ranked leaderboard and starts a new tier wherever an entry is
-  significantly worse than the entry directly above it (docs/diagnostics.md#significance-tiers).
+- ``bootstrap_ci`` / ``bootstrap_cis``: confidence interval of the mean of each metric. Binary
+  outcomes (every value 0 or the top of the scale, 1 or 100) get the Wilson score interval;
+  any other sample gets the BCa bootstrap interval (bias-corrected and accelerated, jackknife
+  acceleration). All metrics of one entry share the same resampled items.
+- ``paired_test``: two-sided sign-flip permutation test on the per-item differences of two
+  systems, over the items both define.
+- ``significance_tiers``: tiers that do not chain; ``TIER_PROCEDURE`` says how, in one sentence
+  (docs/diagnostics.md#significance-tiers).
 
 Everything is deterministic for a given seed and input.
 """
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Mapping, Sequence
 
 import numpy as np
 
+# Server defaults, also the defaults of ``python -m scoring compare`` (config/settings.py:
+# BOOTSTRAP_RESAMPLES, TIER_RESAMPLES; seed 0; alpha 0.05).
+DEFAULT_BOOTSTRAP_RESAMPLES = 1000
+DEFAULT_TIER_RESAMPLES = 10_000
+TIER_ALPHA = 0.05
+
+TIER_PROCEDURE = (
+    "Tier 1 is the top entry plus every entry not significantly worse than it (paired sign-flip tests on the "
+    "items both define, alpha = 0.05, with a step-down studentized-range correction for comparing against the "
+    "best of several, so truly equal entries are split in at most 5% of boards); the rest are tiered the same way."
+)
+
 # Resampled indices are drawn in blocks of about this many elements (~8 MB of int64),
 # so memory stays bounded however many items or resamples there are.
 _BLOCK_ELEMENTS = 1 << 20
+
+_NORMAL = NormalDist()
 
 
 def _as_flat_floats(values: Sequence[float], name: str) -> np.ndarray:
@@ -28,18 +45,20 @@ def _as_flat_floats(values: Sequence[float], name: str) -> np.ndarray:
     return sample
 
 
+# --------------------------------------------------------------------------- confidence intervals
+
 def bootstrap_ci(
     values: Sequence[float],
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean, on the scale of ``values``.
+    """Confidence interval of the mean, on the scale of ``values`` (see ``bootstrap_cis``).
 
-    Deterministic for a given seed and input. Empty input gives (nan, nan); a single value
-    or a constant sample gives a zero-width interval at that value. Same result as
-    ``bootstrap_cis({"x": values}, ...)["x"]``.
+    Deterministic for a given seed and input. Empty input gives (nan, nan); binary outcomes get
+    the Wilson interval, another constant sample a zero-width interval at its value. Same result
+    as ``bootstrap_cis({"x": values}, ...)["x"]``.
     """
     sample = _as_flat_floats(values, "bootstrap_ci")
     return bootstrap_cis({"x": sample}, n_resamples=n_resamples, confidence=confidence, seed=seed)["x"]
@@ -48,18 +67,31 @@ def bootstrap_ci(
 def bootstrap_cis(
     per_metric: Mapping[str, Sequence[float]],
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, tuple[float, float]]:
-    """Percentile bootstrap CI of the mean of every metric of one entry.
+    """Confidence interval of the mean of every metric of one entry.
 
     ``per_metric`` maps a metric name to its per-item scores; all metrics must cover the same
-    items in the same order (ValueError otherwise). One matrix of resampled item indices is
-    drawn and used for every metric, so a resample means the same pseudo test set for all of
-    them (e.g. answer, evidence and overall F1 move together). Indices are drawn in blocks
-    whose size depends only on the number of items, so the intervals do not depend on how many
-    metrics are passed: a metric gets the same interval alone or with others.
+    items in the same order (ValueError otherwise). Per metric:
+
+    - binary outcomes, i.e. every value is 0 or s and s occurs, for s = 1 or s = 100 (accuracy,
+      a pass rate): the Wilson score interval, times s. A percentile bootstrap gives a sample
+      with no failure a zero-width interval, which misses the truth whenever it is below 100%;
+    - any other constant sample (an all-zero one included: its scale is unknown): a zero-width
+      interval at its value;
+    - otherwise the BCa bootstrap interval (Efron 1987): the bootstrap means' quantiles at the
+      levels Phi(z0 + (z0 + z_q) / (1 - a (z0 + z_q))), q = tail and 1 - tail, with z0 =
+      Phi^-1(share of bootstrap means below the mean, ties counted half) and the jackknife
+      acceleration a = sum(d^3) / (6 sum(d^2)^1.5), d = x - mean;
+    - a sample with a non-finite value or a non-finite result: (nan, nan).
+
+    One matrix of resampled item indices is drawn and used for every bootstrapped metric, so a
+    resample means the same pseudo test set for all of them (answer, evidence and overall F1 move
+    together). Indices are drawn in blocks whose size depends only on the number of items, so
+    the intervals do not depend on how many metrics are passed: a metric gets the same interval
+    alone or with others.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be strictly between 0 and 1")
@@ -78,9 +110,14 @@ def bootstrap_cis(
     result: dict[str, tuple[float, float]] = {}
     varying: dict[str, np.ndarray] = {}
     for name, sample in samples.items():
-        # Every resample of a constant sample has that mean; answering directly also avoids
-        # summation round-off giving a spurious non-zero width.
-        if sample.min() == sample.max():
+        scale = _binary_scale(sample)
+        if not np.isfinite(sample).all():
+            result[name] = (math.nan, math.nan)
+        elif scale is not None:
+            result[name] = _wilson_interval(int(np.count_nonzero(sample)), n, confidence, scale)
+        elif sample.min() == sample.max():
+            # Every resample of a constant sample has that mean; answering directly also avoids
+            # summation round-off giving a spurious non-zero width.
             result[name] = (float(sample[0]), float(sample[0]))
         else:
             varying[name] = sample
@@ -93,12 +130,62 @@ def bootstrap_cis(
             indices = rng.integers(0, n, size=(stop - start, n))
             for name, sample in varying.items():
                 means[name][start:stop] = sample[indices].mean(axis=1)
-        tail = (1.0 - confidence) / 2.0
-        for name in varying:
-            low, high = np.quantile(means[name], [tail, 1.0 - tail])
-            result[name] = (float(low), float(high))
+        for name, sample in varying.items():
+            result[name] = _bca_interval(sample, means[name], confidence)
     return {name: result[name] for name in samples}  # input order
 
+
+def _binary_scale(sample: np.ndarray) -> float | None:
+    """s when every value is 0 or s and s occurs (s = 1, then 100), else None."""
+    for scale in (1.0, 100.0):
+        is_top = sample == scale
+        if is_top.any() and (is_top | (sample == 0.0)).all():
+            return scale
+    return None
+
+
+def _wilson_interval(successes: int, n: int, confidence: float, scale: float) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion, times ``scale``."""
+    z = _NORMAL.inv_cdf(0.5 + confidence / 2.0)
+    share = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (share + z * z / (2.0 * n)) / denominator
+    half_width = z * math.sqrt(share * (1.0 - share) / n + z * z / (4.0 * n * n)) / denominator
+    low = 0.0 if successes == 0 else max(0.0, centre - half_width)
+    high = 1.0 if successes == n else min(1.0, centre + half_width)
+    return scale * low, scale * high
+
+
+def _bca_interval(sample: np.ndarray, means: np.ndarray, confidence: float) -> tuple[float, float]:
+    """BCa interval of the mean of ``sample`` from its bootstrap means (see ``bootstrap_cis``)."""
+    estimate = float(sample.mean())
+    if not (math.isfinite(estimate) and np.isfinite(means).all()):
+        return math.nan, math.nan
+    # Means of the same items summed in another order differ by round-off only (far below
+    # 1e-12 of the largest value); such a mean counts as a tie with the estimate.
+    tolerance = 1e-12 * float(np.abs(sample).max())
+    below = np.count_nonzero(means < estimate - tolerance)
+    ties = np.count_nonzero(np.abs(means - estimate) <= tolerance)
+    share = (below + 0.5 * ties) / means.size
+    share = min(max(share, 0.5 / means.size), 1.0 - 0.5 / means.size)  # z0 stays finite
+    bias = _NORMAL.inv_cdf(share)
+    deviations = sample - estimate
+    deviations = deviations / np.abs(deviations).max()  # the ratio below is scale-free; no overflow
+    acceleration = float((deviations ** 3).sum() / (6.0 * (deviations ** 2).sum() ** 1.5))
+    tail = (1.0 - confidence) / 2.0
+    levels = []
+    for quantile in (tail, 1.0 - tail):
+        shifted = bias + _NORMAL.inv_cdf(quantile)
+        denominator = 1.0 - acceleration * shifted
+        if denominator <= 0.0:  # beyond the range where the correction is defined: the far end
+            levels.append(1.0 if shifted > 0.0 else 0.0)
+        else:
+            levels.append(_NORMAL.cdf(bias + shifted / denominator))
+    low, high = np.quantile(means, levels)
+    return float(low), float(high)
+
+
+# --------------------------------------------------------------------------- paired test
 
 # Ties between a permuted statistic and the observed one must count as "at least as extreme"
 # even when the two were summed in a different order; 1e-12 is far below any real difference
@@ -106,33 +193,46 @@ def bootstrap_cis(
 _TIE_TOLERANCE = 1e-12
 
 
+def _common_differences(a: Sequence[float | None], b: Sequence[float | None]) -> np.ndarray:
+    """a - b on the items both define (None and NaN are undefined); ValueError on a length
+    mismatch or an infinite score."""
+    first = _as_flat_floats(a, "paired_test")  # None becomes NaN
+    second = _as_flat_floats(b, "paired_test")
+    if first.size != second.size:
+        raise ValueError(f"paired_test needs scores on the same items: got {first.size} and {second.size} values")
+    if np.isinf(first).any() or np.isinf(second).any():
+        raise ValueError("paired_test needs finite scores")
+    both = ~(np.isnan(first) | np.isnan(second))
+    return first[both] - second[both]
+
+
 def paired_test(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: Sequence[float | None],
+    b: Sequence[float | None],
     *,
-    n_resamples: int = 10_000,
+    n_resamples: int = DEFAULT_TIER_RESAMPLES,
     seed: int = 0,
 ) -> float:
     """Two-sided p-value of H0 "mean(a) == mean(b)" for paired per-item scores.
 
-    Sign-flip permutation test on d = a - b: under H0 each item's difference is as likely to
-    have either sign, so every resample flips each sign with probability 1/2 and the p-value is
-    (1 + #{|mean(flipped d)| >= |mean(d)| - 1e-12}) / (1 + n_resamples); counting the observed
-    arrangement as one of the resamples keeps the p-value valid (never 0). Identical vectors give
-    1.0. Symmetric: paired_test(a, b) == paired_test(b, a) for the same seed.
+    Only the items both systems define count: an item that is None (or NaN) in either, e.g. a
+    failed QUACKIE sample, is left out, as it is left out of the ranked mean. Sign-flip
+    permutation test on d = a - b over those N items: under H0 each item's difference is as
+    likely to have either sign, so every resample flips each sign with probability 1/2 and the
+    p-value is (1 + #{|mean(flipped d)| >= |mean(d)| - 1e-12}) / (1 + n_resamples); counting the
+    observed arrangement as one of the resamples keeps the p-value valid (never 0). Identical
+    vectors, or no common item, give 1.0. Symmetric: paired_test(a, b) == paired_test(b, a) for
+    the same seed.
     """
-    first = _as_flat_floats(a, "paired_test")
-    second = _as_flat_floats(b, "paired_test")
-    if first.size != second.size:
-        raise ValueError(f"paired_test needs scores on the same items: got {first.size} and {second.size} values")
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
-    n = first.size
-    differences = first - second
+    return _sign_flip_p(_common_differences(a, b), n_resamples, seed)
+
+
+def _sign_flip_p(differences: np.ndarray, n_resamples: int, seed: int) -> float:
+    n = differences.size
     if n == 0 or not differences.any():
         return 1.0
-    if not np.isfinite(differences).all():
-        raise ValueError("paired_test needs finite scores")
     # Zero differences are unchanged by a sign flip: leaving them out of the random part gives
     # the same sums with fewer random bits (two strong systems agree on most items).
     nonzero = differences[differences != 0.0]
@@ -161,40 +261,117 @@ def paired_test(
     return (1 + extreme) / (1 + n_resamples)
 
 
+# --------------------------------------------------------------------------- tiers
+
+# The distribution of the range of m independent standard normal variables,
+# P(R_m <= w) = m * integral phi(x) (Phi(x + w) - Phi(x))^(m - 1) dx, by the trapezoid rule on
+# a fixed grid (the integrand is smooth and negligible beyond |x| = 9). Phi(x + w) is read off a
+# table by linear interpolation (step 0.005); the result is within 1e-5 (checked against scipy).
+_GRID = np.linspace(-9.0, 9.0, 3601)
+_GRID_STEP = float(_GRID[1] - _GRID[0])
+_GRID_PDF = np.exp(-_GRID ** 2 / 2.0) / math.sqrt(2.0 * math.pi)
+_CDF_X = np.linspace(-30.0, 30.0, 12001)
+_CDF_TABLE = np.array([0.5 * math.erfc(-x / math.sqrt(2.0)) for x in _CDF_X.tolist()])
+_GRID_CDF = np.interp(_GRID, _CDF_X, _CDF_TABLE)
+
+
+def studentized_range_sf(w: float, m: int) -> float:
+    """P(R_m >= w) for the range R_m of m independent standard normal variables (m >= 2)."""
+    if m < 2:
+        raise ValueError("the range needs at least 2 variables")
+    if not w > 0.0:
+        return 1.0
+    spread = np.clip(np.interp(_GRID + w, _CDF_X, _CDF_TABLE) - _GRID_CDF, 0.0, 1.0)
+    below = m * float((_GRID_PDF * spread ** (m - 1)).sum()) * _GRID_STEP
+    return min(1.0, max(0.0, 1.0 - below))
+
+
+def _pair_statistics(first: np.ndarray, second: np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
+    """(two-sided sign-flip p, z) of first vs second on their common items; z = sum(d) /
+    sqrt(sum(d^2)) is sum(d) over its exact standard deviation under sign flips (0 if d == 0)."""
+    differences = _common_differences(first, second)
+    spread = float(np.sqrt((differences ** 2).sum()))
+    z = float(differences.sum()) / spread if spread > 0.0 else 0.0
+    return _sign_flip_p(differences, n_resamples, seed), z
+
+
 def significance_tiers(
-    ranked_items: list[Sequence[float] | None],
+    ranked_items: list[Sequence[float | None] | None],
     *,
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
+    alpha: float = TIER_ALPHA,
+    n_resamples: int = DEFAULT_TIER_RESAMPLES,
     seed: int = 0,
 ) -> list[dict]:
-    """Tier of every entry of a ranked leaderboard (best first).
+    """Tier 1 is the top entry plus every entry not significantly worse than it (paired sign-flip tests on the
+    items both define, step-down studentized-range correction, at ``alpha``); the rest are tiered the same way.
 
-    ``ranked_items[i]`` holds entry i's per-item scores of the primary metric (all entries on
-    the same items, same order), or None for an entry without per-item data (a reported row).
-    Each entry is compared with the nearest entry above it that has data (``paired_test``, the
-    same seed for every pair so a pair's p-value does not depend on the rest of the board); an
-    entry that is not significantly different (p >= alpha) shares that entry's tier, otherwise
-    it starts the next tier. Tiers are therefore chains: A~B and B~C put A, B, C in one tier
-    even if A and C differ. Returns ``[{"tier": int | None, "p_vs_above": float | None}]``;
-    None entries get None for both, the first entry with data gets tier 1 and p None.
-    Entries of different lengths raise ValueError (from ``paired_test``).
+    ``ranked_items[i]`` holds entry i's per-item scores of the primary metric, best entry first
+    (all entries on the same items, same order; None or NaN for an item the entry leaves
+    undefined), or None for an entry without per-item data (a reported row).
+
+    Each round takes the best remaining entry as the leader L and the m - 1 others. For each
+    other entry j, on the items both define, d = L - j, p_j is the two-sided ``paired_test``
+    p-value and z_j = sum(d) / sqrt(sum(d^2)). Going down from the largest z, step s (s = 0,
+    1, ...) gives the adjusted p-value max(previous step, p_j, P(R_(m - s) >= sqrt(2) z_j)), R_k
+    being the range of k standard normal means: the most separated entry is judged against the
+    spread that m equal entries would show by chance, so picking L as the best is accounted for.
+    Entries are split off while the adjusted p-value stays below alpha; L and the others form the
+    tier; the split-off entries go to the next round. When the m entries are truly equal, the
+    round splits one off with probability at most alpha (studentized range, normal approximation
+    of the sign-flip statistic; the sign-flip p-value itself is never undercut).
+
+    Returns one dict per input row: ``tier`` (int), ``p_vs_above`` (the paired p-value against
+    the nearest entry above that has data, as shown on boards so far), ``p_vs_leader`` (against
+    the leader of its tier) and ``p_adjusted`` (the adjusted p-value that kept it in that tier;
+    p >= alpha); the leader of each tier gets None for the last two, the first entry with data
+    None for all p-values. Rows without data, or with no defined item, get None everywhere.
+    Every pair uses the same seed, so a pair's p-value does not depend on the rest of the board.
+    Entries of different lengths raise ValueError.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be strictly between 0 and 1")
-    tiers: list[dict] = []
-    above: Sequence[float] | None = None
-    tier = 0
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    rows: list[np.ndarray | None] = []
     for items in ranked_items:
-        if items is None:
-            tiers.append({"tier": None, "p_vs_above": None})
-            continue
-        if above is None:
-            tier, p_value = 1, None
-        else:
-            p_value = paired_test(above, items, n_resamples=n_resamples, seed=seed)
-            if p_value < alpha:
-                tier += 1
-        tiers.append({"tier": tier, "p_vs_above": p_value})
-        above = items
-    return tiers
+        scores = None if items is None else _as_flat_floats(items, "significance_tiers")
+        rows.append(scores if scores is not None and not np.isnan(scores).all() else None)
+    sizes = {scores.size for scores in rows if scores is not None}
+    if len(sizes) > 1:
+        raise ValueError(f"significance_tiers needs scores on the same items: got lengths {sorted(sizes)}")
+
+    pairs: dict[tuple[int, int], tuple[float, float]] = {}
+
+    def pair(upper: int, lower: int) -> tuple[float, float]:
+        if (upper, lower) not in pairs:
+            pairs[upper, lower] = _pair_statistics(rows[upper], rows[lower], n_resamples, seed)
+        return pairs[upper, lower]
+
+    result: list[dict] = [{"tier": None, "p_vs_above": None, "p_vs_leader": None, "p_adjusted": None}
+                          for _ in rows]
+    with_data = [i for i, scores in enumerate(rows) if scores is not None]
+    for above, below in zip(with_data, with_data[1:]):
+        result[below]["p_vs_above"] = pair(above, below)[0]
+
+    remaining = with_data
+    tier = 0
+    while remaining:
+        tier += 1
+        leader, others = remaining[0], remaining[1:]
+        # Most separated first; on equal z the lower-ranked entry first.
+        order = sorted(others, key=lambda j: (-pair(leader, j)[1], -j))
+        adjusted = 0.0
+        split: set[int] = set()
+        for step, j in enumerate(order):
+            p_value, z = pair(leader, j)
+            adjusted = max(adjusted, p_value, studentized_range_sf(math.sqrt(2.0) * z, len(remaining) - step))
+            if adjusted < alpha:
+                split.add(j)
+            else:
+                result[j].update(p_vs_leader=p_value, p_adjusted=adjusted)
+        result[leader]["tier"] = tier
+        for j in others:
+            if j not in split:
+                result[j]["tier"] = tier
+        remaining = [j for j in others if j in split]
+    return result
