@@ -24,7 +24,7 @@ CUE_DISCOVERY = Job(key="cue_discoveries", task_name="benchmark.tasks.discover_c
 NO_REFERENCE_NOTE = (
     "This task has no reference (training) split, so cues are ranked by their label skew within "
     "the hidden set itself (JSD = 0) and only the accuracy test (ΔAcc) is run: the distribution "
-    "test compares predictions with the reference split's label distribution."
+    "test needs cues discovered on a reference split."
 )
 
 

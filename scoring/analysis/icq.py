@@ -1,5 +1,6 @@
 """ICQ ("I-See-Cue") statistical cue profiling (Huang & Zhu, Findings of EMNLP 2023), as defined
-in docs/diagnostics.md#icq-cue-profiling. Pure Python, no Django.
+in docs/diagnostics.md#icq-cue-profiling, with cueness measured against the label prior and
+the two model probes given a null hypothesis and p-values. Pure Python (and numpy), no Django.
 
 Vocabulary
     R  the reference split (training data, or a public dev split) with gold labels;
@@ -15,33 +16,51 @@ Instances
                     the option rows carrying f in those questions (labels ``right``/``wrong``).
 
 Cue discovery (per pair of splits; min_count = 11 occurrences in both R and S)
+    pi  = the label prior: label proportions over the whole of R (every instance; for
+          multichoice every option row, so right = 1/k on k-option questions);
     p_f = label proportions of R_f, q_f = those of S_f (gold labels), no smoothing;
-    mse(f) = mean over labels l of (p_f[l] - 1/|L|)^2;  jsd(f) = JSD(p_f, q_f), natural log;
+    mse(f)     = mean over labels l of (p_f[l] - pi[l])^2;  jsd(f) = JSD(p_f, q_f), natural log;
     cueness(f) = mse(f) / exp(jsd(f)); ranked by cueness desc, then n_reference desc, then key.
+    A feature whose labels follow the prior scores ~0 whatever the number of options, and a
+    feature that moves a label's share by +d or -d from the prior scores alike (with two labels
+    mse = d^2). The paper measures the distance from 1/|L| instead of pi; that number is kept as
+    ``cueness_published`` (= ``mse_published`` / exp(jsd)). Both agree when pi is uniform (two
+    options, balanced classes); on k-option data the published one is (1/2 - 1/k)^2 for a
+    feature without any cue value (0.0625 for four options). ``cue_label`` is the label f
+    pushes up: argmax over l of p_f[l] - pi[l].
 
 Model probing (per submission)
     accuracy test      delta(f) = acc(S_f) - acc(S_nf), only when both sides have >= min_count
-                       questions; MC correctness = predicted option == gold option.
+                       questions; MC correctness = predicted option == gold option. p_value:
+                       Fisher's exact test (two-sided) of "correctness is independent of f";
+                       p_holm: Holm-adjusted over every feature tested.
     distribution test  S_f flattened by seeded down-sampling of every label to the minority
-                       label's count m (skipped when m == 0 or |L|*m < min_count); the
-                       predicted-label distribution on it is compared with p_f and with the
-                       uniform distribution (JSD, natural log); follows_cue = the most predicted
-                       label is p_f's most frequent one and the prediction is closer to p_f than
-                       to uniform.
+                       label's count m (skipped when m == 0 or |L|*m < min_count). Null: a cue-free
+                       model whose prediction depends on the gold label only, at the model's own
+                       rates over the whole of S (multichoice: the gold option with the model's
+                       accuracy, otherwise a wrong option drawn uniformly, or none as often as the
+                       model leaves a question unanswered). X = the flattened items predicted as
+                       the cue's label; p_value = P(X >= observed) under the null, exact (a sum of
+                       independent Bernoulli variables, one per item or per question); follows_cue
+                       = Holm-adjusted p < alpha (0.05) over the cues tested for the entry. The
+                       paper's reading (most predicted label = p_f's, and nearer to p_f than to
+                       uniform) is kept as ``follows_cue_published``.
 
 Feature extraction runs once per instance: pass a :class:`FeatureIndex` (from
 :func:`build_index`) instead of a list of instances to reuse it, and per-text results are
 memoised in :mod:`scoring.analysis.features` as well.
 
 Why this module is long: it is one statistical pipeline whose parts share the same vocabulary
-(instances, the feature index, label sets, the MIN_COUNT rule): input rows, the index, cue
-discovery and the two model probes. Kept together, every definition of
-docs/diagnostics.md#icq-cue-profiling can be checked against the code in one place; the feature
-extractors, the other large part, already live in :mod:`scoring.analysis.features`.
+(instances, the feature index, label sets and the label prior, the MIN_COUNT rule): input rows,
+the index, the exact tests it needs (Poisson-binomial tails, Fisher, Holm), cue discovery and the
+two model probes. Kept together, every definition of docs/diagnostics.md#icq-cue-profiling can
+be checked against the code in one place; the feature extractors, the other large part, already
+live in :mod:`scoring.analysis.features`.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import random
@@ -51,6 +70,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from scoring.analysis import features as _features
 
 CLASSIFICATION, MULTICHOICE = "classification", "multichoice"
@@ -58,6 +79,7 @@ KINDS = (CLASSIFICATION, MULTICHOICE)
 RIGHT, WRONG = "right", "wrong"
 MIN_COUNT = 11
 TOP_K = 20
+ALPHA = 0.05
 LETTERS = string.ascii_uppercase
 
 
@@ -213,10 +235,14 @@ class FeatureIndex:
     ``rows[i]`` holds the feature set of each hypothesis of instance i; ``attached[i]`` the
     features the instance (question) carries: the hypothesis's own for classification, those
     firing in some but not all options for multichoice.
+
+    ``features`` skips extraction: ``features[i][j]`` = the feature keys of hypothesis j of
+    instance i, computed elsewhere (simulations with planted features, another extractor).
     """
 
     def __init__(self, instances: Sequence[Instance], *, kind: str, language: str = "en",
-                 feature_types: Iterable[str] | None = None):
+                 feature_types: Iterable[str] | None = None,
+                 features: Sequence[Sequence[Iterable[str]]] | None = None):
         _check_kind(kind)
         self.kind = kind
         self.language = language
@@ -224,16 +250,24 @@ class FeatureIndex:
         self.instances = list(instances)
         self.rows: list[list[frozenset[str]]] = []
         self.attached: list[frozenset[str]] = []
+        if features is not None and len(features) != len(self.instances):
+            raise ValueError(f"features holds {len(features)} entries for {len(self.instances)} instances")
         with _gc_paused():
-            self._extract(language)
+            self._extract(language, features)
         self._counts: tuple[Counter, dict[str, Counter]] | None = None
-        self._members: dict[str, list[int]] = {}
+        self._members: dict[str, list[int]] | None = None
 
-    def _extract(self, language: str) -> None:
+    def _extract(self, language: str, given: Sequence[Sequence[Iterable[str]]] | None) -> None:
         extract, kind, types = _features.extract, self.kind, self.types
         for number, instance in enumerate(self.instances, start=1):
             _check_instance(instance, kind, number)
-            row_sets = extract(instance.premise, instance.hypotheses, language=language, types=types)
+            if given is None:
+                row_sets = extract(instance.premise, instance.hypotheses, language=language, types=types)
+            else:
+                row_sets = [frozenset(keys) for keys in given[number - 1]]
+                if len(row_sets) != len(instance.hypotheses):
+                    raise ValueError(f"features[{number - 1}] holds {len(row_sets)} feature sets for "
+                                     f"{len(instance.hypotheses)} hypotheses")
             self.rows.append(row_sets)
             if kind == CLASSIFICATION:
                 self.attached.append(row_sets[0])
@@ -249,6 +283,14 @@ class FeatureIndex:
         if self.kind == MULTICHOICE:
             return [RIGHT, WRONG]
         return sorted({str(instance.label) for instance in self.instances})
+
+    def label_counts(self) -> Counter:
+        """Gold labels over the whole split: instances (classification) or option rows
+        (multichoice: one ``right`` and k - 1 ``wrong`` per k-option question)."""
+        if self.kind == CLASSIFICATION:
+            return Counter(str(instance.label) for instance in self.instances)
+        n_rows = sum(len(instance.hypotheses) for instance in self.instances)
+        return Counter({RIGHT: len(self.instances), WRONG: n_rows - len(self.instances)})
 
     def counts(self) -> tuple[Counter, dict[str, Counter]]:
         """(n_f: instances/questions carrying f, {label: Counter of f over labelled rows})."""
@@ -269,11 +311,15 @@ class FeatureIndex:
         return self._counts
 
     def members(self, key: str) -> list[int]:
-        """Positions of the instances (questions) carrying ``key``."""
-        found = self._members.get(key)
-        if found is None:
-            found = self._members[key] = [i for i, attached in enumerate(self.attached) if key in attached]
-        return found
+        """Positions of the instances (questions) carrying ``key`` (all features are listed in one
+        pass on the first call: the accuracy test without a reference split asks for every one)."""
+        if self._members is None:
+            members: dict[str, list[int]] = {}
+            for i, attached in enumerate(self.attached):
+                for feature in attached:
+                    members.setdefault(feature, []).append(i)
+            self._members = members
+        return self._members.get(key, [])
 
     def require_unique_ids(self) -> None:
         """Predictions are keyed by id, so a split probed with them needs unique ids (a reference
@@ -348,10 +394,15 @@ def proportions(counts: Sequence[float]) -> list[float]:
     return [c / total for c in counts]
 
 
-def mse(p: Sequence[float]) -> float:
-    """Mean over labels of (p[l] - 1/|L|)^2 for a proportion vector ``p``."""
+def mse(p: Sequence[float], prior: Sequence[float] | None = None) -> float:
+    """Mean over labels of (p[l] - prior[l])^2 for proportion vectors ``p`` and ``prior`` (same
+    label order); ``prior=None`` is the uniform 1/|L| of the published formula."""
     k = len(p)
-    return sum((x - 1.0 / k) ** 2 for x in p) / k
+    if prior is None:
+        prior = [1.0 / k] * k
+    elif len(prior) != k:
+        raise ValueError(f"p has {k} labels but the prior has {len(prior)}")
+    return sum((x - y) ** 2 for x, y in zip(p, prior)) / k
 
 
 def jsd(p: Sequence[float], q: Sequence[float]) -> float:
@@ -366,11 +417,85 @@ def jsd(p: Sequence[float], q: Sequence[float]) -> float:
     return max(total, 0.0)
 
 
-def cueness(reference_counts: Sequence[float], test_counts: Sequence[float]) -> tuple[float, float, float]:
-    """(cueness, mse, jsd) from per-label counts of R_f and S_f (same label order)."""
+def cueness(reference_counts: Sequence[float], test_counts: Sequence[float],
+            prior: Sequence[float] | None = None) -> tuple[float, float, float]:
+    """(cueness, mse, jsd) from per-label counts of R_f and S_f (same label order): mse of R_f's
+    proportions around ``prior`` (the label prior of R; None = uniform, the published formula)."""
     p, q = proportions(reference_counts), proportions(test_counts)
-    m, d = mse(p), jsd(p, q)
+    m, d = mse(p, prior), jsd(p, q)
     return m / math.exp(d), m, d
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm, 1979), in input order: rejecting where the
+    adjusted value is < alpha keeps the family-wise error rate <= alpha under any dependence
+    between the tests (the cues of one entry share items)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+@functools.lru_cache(maxsize=16)
+def _log_factorials(n: int) -> np.ndarray:
+    """log(i!) for i = 0..n (cached: one accuracy test asks for the same n once per feature; never
+    written to)."""
+    table = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=float)))))
+    table.flags.writeable = False
+    return table
+
+
+def binomial_pmf(n: int, p: float) -> np.ndarray:
+    """P(X = x), x = 0..n, for X ~ Binomial(n, p)."""
+    out = np.zeros(n + 1)
+    if p <= 0.0:
+        out[0] = 1.0
+    elif p >= 1.0:
+        out[n] = 1.0
+    else:
+        x = np.arange(n + 1)
+        log_fact = _log_factorials(n)
+        out = np.exp(log_fact[n] - log_fact[x] - log_fact[n - x] + x * math.log(p) + (n - x) * math.log1p(-p))
+    return out
+
+
+def poisson_binomial_pmf(probabilities: Iterable[float]) -> np.ndarray:
+    """P(X = x), x = 0..n, for X a sum of independent Bernoulli(p_i), exactly: equal p_i form one
+    binomial, and the binomials are convolved (the probabilities here take few distinct values)."""
+    pmf = np.ones(1)
+    for p, n in sorted(Counter(min(1.0, max(0.0, float(p))) for p in probabilities).items()):
+        pmf = np.convolve(pmf, binomial_pmf(n, p))
+    return pmf
+
+
+def _upper_tail(pmf: np.ndarray, x: int) -> float:
+    """P(X >= x)."""
+    return float(min(1.0, max(0.0, pmf[max(x, 0):].sum())))
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided p-value of Fisher's exact test for the 2x2 table [[a, b], [c, d]]: the sum of the
+    hypergeometric probabilities (margins fixed) not above the observed table's (relative
+    tolerance 1e-7, as is usual)."""
+    n1, k, total = a + b, a + c, a + b + c + d
+    if min(a, b, c, d) < 0:
+        raise ValueError("a 2x2 table of counts cannot hold negative numbers")
+    log_fact = _log_factorials(total)
+    x = np.arange(max(0, n1 + k - total), min(n1, k) + 1)
+    log_pmf = (log_fact[k] - log_fact[x] - log_fact[k - x] + log_fact[total - k] - log_fact[n1 - x]
+               - log_fact[total - k - n1 + x] - log_fact[total] + log_fact[n1] + log_fact[total - n1])
+    pmf = np.exp(log_pmf)
+    observed = pmf[a - x[0]]
+    return float(min(1.0, pmf[pmf <= observed * (1 + 1e-7)].sum()))
+
+
+def _lean(p: Sequence[float], prior: Sequence[float], labels: Sequence[str]) -> str:
+    """The label whose share rises most above the prior (ties: the first in label order)."""
+    rise = [x - y for x, y in zip(p, prior)]
+    return labels[rise.index(max(rise))]
 
 
 def _cue_key(cue: Mapping) -> str:
@@ -385,11 +510,22 @@ def _cue_key(cue: Mapping) -> str:
 def discover_cues(reference: Sequence[Instance] | FeatureIndex, test: Sequence[Instance] | FeatureIndex, *,
                   kind: str, language: str = "en", top_k: int | None = TOP_K, min_count: int = MIN_COUNT,
                   feature_types: Iterable[str] | None = None) -> list[dict]:
-    """The top ``top_k`` cues of ``test`` w.r.t. ``reference`` (all qualifying ones when None)."""
+    """The top ``top_k`` cues of ``test`` w.r.t. ``reference`` (all qualifying ones when None).
+
+    cueness = mse / exp(jsd), where mse is the mean over labels of (p_f[l] - prior[l])^2, p_f the
+    label proportions of R_f and prior those of the whole reference split (its base rate), and jsd
+    = JSD(p_f, q_f) with q_f the label proportions of S_f. A feature with no cue value scores ~0
+    whatever the number of options; moving a label's share by +d or -d from the prior scores the
+    same. ``cueness_published`` / ``mse_published`` are the paper's numbers (distance from the
+    uniform 1/|L|), identical when the prior is uniform. Each cue also names its ``cue_label``
+    (the label f pushes above the prior) and the ``prior``.
+    """
     ref_index = build_index(reference, kind=kind, language=language, feature_types=feature_types)
     test_index = build_index(test, kind=kind, language=language, feature_types=feature_types)
     types = _features.resolve_types(language, feature_types)
     labels = sorted(set(ref_index.labels()) | set(test_index.labels()))
+    ref_labels = ref_index.label_counts()
+    prior = proportions([ref_labels.get(label, 0) for label in labels])
     ref_n, ref_by_label = ref_index.counts()
     test_n, test_by_label = test_index.counts()
     found = []
@@ -402,16 +538,22 @@ def discover_cues(reference: Sequence[Instance] | FeatureIndex, test: Sequence[I
             continue
         r_counts = [ref_by_label.get(label, {}).get(key, 0) for label in labels]
         s_counts = [test_by_label.get(label, {}).get(key, 0) for label in labels]
-        score, m, d = cueness(r_counts, s_counts)
+        score, m, d = cueness(r_counts, s_counts, prior)
+        p_f = proportions(r_counts)
+        published = mse(p_f)
         found.append((-score, -n_reference, key, {
             "feature": feature,
             "value": value,
             "cueness": score,
             "mse": m,
             "jsd": d,
+            "cueness_published": published / math.exp(d),
+            "mse_published": published,
+            "cue_label": _lean(p_f, prior, labels),
+            "prior": dict(zip(labels, prior)),
             "n_reference": n_reference,
             "n_test": n_test,
-            "reference_dist": dict(zip(labels, proportions(r_counts))),
+            "reference_dist": dict(zip(labels, p_f)),
             "test_dist": dict(zip(labels, proportions(s_counts))),
             "reference_counts": dict(zip(labels, r_counts)),
             "test_counts": dict(zip(labels, s_counts)),
@@ -467,8 +609,13 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
     """ΔAcc = acc(S_f) - acc(S_nf) for each cue (in the cues' order) whose S_f and S_nf both
     hold >= ``min_count`` instances/questions.
 
+    ``p_value``: Fisher's exact test (two-sided) of "the entry's correctness is independent of
+    f" on the 2x2 table with/without f x right/wrong; ``p_holm``: Holm-adjusted over every
+    feature tested in this call. A small p says the accuracy differs with f, which may come
+    from f marking harder or easier questions as well as from the model using f.
+
     ``cues=None`` (no reference split) tests every feature of ``test`` instead and keeps the
-    ``top_k`` largest deltas, as the ICQ code does.
+    ``top_k`` largest deltas, as the ICQ code does (Holm still counts every feature tested).
     """
     if cues is not None and not cues:
         return []
@@ -488,11 +635,16 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
         if n_with < min_count or n_without < min_count:
             continue
         correct_with = sum(correct[i] for i in members)
+        correct_without = total_correct - correct_with
         acc_with = correct_with / n_with
-        acc_without = (total_correct - correct_with) / n_without
+        acc_without = correct_without / n_without
         feature, value = _features.split_key(key)
         rows.append({"feature": feature, "value": value, "n_with": n_with, "n_without": n_without,
-                     "acc_with": acc_with, "acc_without": acc_without, "delta": acc_with - acc_without})
+                     "acc_with": acc_with, "acc_without": acc_without, "delta": acc_with - acc_without,
+                     "p_value": fisher_exact(correct_with, n_with - correct_with,
+                                             correct_without, n_without - correct_without)})
+    for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):
+        row["p_holm"] = adjusted
     if cues is None:
         rows.sort(key=lambda row: (-row["delta"], row["feature"], row["value"]))
         rows = rows[:top_k]
@@ -527,20 +679,98 @@ def _argmax(dist: Mapping[str, float]) -> str:
     return next(label for label in sorted(dist) if dist[label] == best)
 
 
+class CueFreeModel:
+    """The null of the distribution test: a model with the entry's own prediction rates over the
+    whole of S, whose prediction depends on the gold label only (never on a feature).
+
+    multichoice     the gold option with probability ``right`` (the entry's accuracy), each wrong
+                    option with ``wrong / (k - 1)`` (``wrong`` = the share of questions answered
+                    with a wrong option: errors spread uniformly), no option otherwise. Option
+                    rows of one question are not independent (one pick at most), so the number
+                    of flattened rows predicted ``right`` is a sum of one Bernoulli per question.
+    classification  P(label l | gold g) = the entry's share of l among S's instances of gold g
+                    (its confusion matrix, an unusable prediction being one more outcome): this
+                    keeps the entry's general label bias out of the cue's verdict. One Bernoulli
+                    per instance.
+    """
+
+    def __init__(self, index: FeatureIndex, predictions: Mapping[str, Any]):
+        self.kind = index.kind
+        self.options = {instance.id: len(instance.hypotheses) for instance in index.instances}
+        correct = correctness(index, predictions)
+        self.accuracy = sum(correct) / len(correct) if correct else 0.0
+        if self.kind == MULTICHOICE:
+            answered_wrong = sum(1 for instance, ok in zip(index.instances, correct) if not ok and predicted_option(
+                predictions.get(instance.id), len(instance.hypotheses)) is not None)
+            self.right = self.accuracy
+            self.wrong = answered_wrong / len(correct) if correct else 0.0
+            return
+        outcomes: dict[str, Counter] = {}
+        for instance in index.instances:
+            outcomes.setdefault(str(instance.label), Counter())[predicted_label(predictions.get(instance.id))] += 1
+        self.rates = {gold: {label: n / sum(counter.values()) for label, n in counter.items()}
+                      for gold, counter in outcomes.items()}
+
+    def probabilities(self, flat: Sequence[tuple[Any, str, Any]], label: str) -> list[float]:
+        """One success probability per independent unit (question or instance) of ``flat``: that
+        the unit contributes an item predicted ``label``. For multichoice ``label`` is ``right``
+        (``wrong`` is its complement, row by row)."""
+        if self.kind == CLASSIFICATION:
+            return [self.rates.get(gold, {}).get(label, 0.0) for _, gold, _ in flat]
+        per_question: dict[str, float] = {}
+        for (ident, _), gold, _ in flat:
+            share = self.right if gold == RIGHT else self.wrong / (self.options[ident] - 1)
+            per_question[ident] = per_question.get(ident, 0.0) + share
+        return list(per_question.values())
+
+    def expected_dist(self, flat: Sequence[tuple[Any, str, Any]], keys: Sequence[str]) -> dict[str, float]:
+        """The expected predicted-label distribution on ``flat``, read like ``predicted_dist``
+        (classification: among usable predictions; multichoice: a row not picked is ``wrong``)."""
+        if self.kind == MULTICHOICE:
+            share = sum(self.probabilities(flat, RIGHT)) / len(flat)
+            return {label: share if label == RIGHT else 1.0 - share if label == WRONG else 0.0 for label in keys}
+        expected = {label: sum(self.rates.get(gold, {}).get(label, 0.0) for _, gold, _ in flat) for label in keys}
+        total = sum(expected.values())
+        return {label: (value / total if total > 0 else 0.0) for label, value in expected.items()}
+
+    def p_value(self, flat: Sequence[tuple[Any, str, Any]], label: str) -> tuple[float, int, float]:
+        """(P(X >= observed), observed, E[X]) for X = the items of ``flat`` predicted ``label``."""
+        observed = sum(1 for item in flat if item[2] == label)
+        if self.kind == MULTICHOICE and label == WRONG:
+            probabilities = self.probabilities(flat, RIGHT)  # X = n - (rows predicted right)
+            pmf = poisson_binomial_pmf(probabilities)
+            right = len(flat) - observed
+            return float(min(1.0, pmf[: right + 1].sum())), observed, len(flat) - sum(probabilities)
+        probabilities = self.probabilities(flat, label)
+        return _upper_tail(poisson_binomial_pmf(probabilities), observed), observed, sum(probabilities)
+
+
 def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[str, Any],
                       cues: Sequence[Mapping], *, kind: str, language: str = "en", seed: int = 0,
-                      min_count: int = MIN_COUNT) -> list[dict]:
-    """Per cue (from :func:`discover_cues`, which supplies ``reference_dist``): predicted-label
-    distribution on the flattened S_f against R_f's distribution and the uniform one.
+                      min_count: int = MIN_COUNT, alpha: float = ALPHA) -> list[dict]:
+    """Per cue (from :func:`discover_cues`): the entry's predicted-label distribution on the
+    flattened S_f against what a cue-free model of the same accuracy would predict there.
+
+    ``p_value`` = P(X >= observed) under :class:`CueFreeModel`, X = the flattened items predicted
+    as the cue's label (``cue_label``: the label f pushes above the reference prior), computed
+    exactly; ``p_holm`` = Holm-adjusted over the cues of this call; ``follows_cue`` = p_holm <
+    ``alpha``. ``null_dist`` is the cue-free model's expected predicted distribution on the same
+    items. The paper's visual reading is kept: ``predicted_dist`` against ``reference_dist``
+    (R_f) and ``uniform`` (JSD, natural log), ``follows_cue_published`` = the most predicted
+    label is R_f's most frequent one and the prediction is closer to R_f than to uniform.
 
     Multichoice flattens option rows (right/wrong) carrying f in the questions f is attached
     to; a row is predicted ``right`` when the predicted option is that row. A classification
-    instance without a usable prediction is left out of the predicted distribution.
+    instance without a usable prediction is left out of the predicted distribution (and counts
+    as not predicting the cue's label). Cues stored without ``prior`` (tables computed before the
+    label prior existed) are read against the label prior of ``test``.
     """
     if not cues:
         return []
     index = build_index(test, kind=kind, language=language, feature_types=_cue_types(cues, language))
     index.require_unique_ids()
+    null = CueFreeModel(index, predictions)
+    test_labels = index.label_counts()
     rows = []
     for cue in cues:
         key = _cue_key(cue)
@@ -572,6 +802,8 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
         pred_vector = [predicted_dist[label] for label in keys]
         jsd_reference = jsd(pred_vector, [reference[label] for label in keys])
         jsd_uniform = jsd(pred_vector, [uniform[label] for label in keys])
+        cue_label = _cue_label(cue, labels, test_labels)
+        p_value, observed, expected = null.p_value(flat, cue_label)
         feature, value = _features.split_key(key)
         rows.append({
             "feature": feature,
@@ -582,15 +814,39 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
             "uniform": uniform,
             "jsd_reference": jsd_reference,
             "jsd_uniform": jsd_uniform,
-            "follows_cue": _argmax(predicted_dist) == _argmax(reference) and jsd_reference < jsd_uniform,
+            "follows_cue": False,
+            "cue_label": cue_label,
+            "null_dist": null.expected_dist(flat, keys),
+            "model_accuracy": null.accuracy,
+            "n_cue_label": observed,
+            "expected_cue_label": expected,
+            "p_value": p_value,
+            "p_holm": 1.0,
+            "follows_cue_published": _argmax(predicted_dist) == _argmax(reference) and jsd_reference < jsd_uniform,
         })
+    for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):
+        row["p_holm"] = adjusted
+        row["follows_cue"] = adjusted < alpha
     return rows
+
+
+def _cue_label(cue: Mapping, labels: Sequence[str], test_labels: Counter) -> str:
+    """The cue's ``cue_label``, or (older cue tables) the label R_f pushes most above the prior:
+    the cue's stored ``prior``, else the label prior of the test split."""
+    stored = cue.get("cue_label")
+    if stored in labels:
+        return stored
+    prior = cue.get("prior")
+    if not isinstance(prior, Mapping) or not prior:
+        prior = test_labels
+    prior_vector = proportions([float(prior.get(label, 0.0)) for label in labels])
+    return _lean([float(cue["reference_dist"].get(label, 0.0)) for label in labels], prior_vector, labels)
 
 
 def profile(reference: Sequence[Instance] | FeatureIndex | None, test: Sequence[Instance] | FeatureIndex,
             predictions: Mapping[str, Any] | None = None, *, kind: str, language: str = "en",
             top_k: int = TOP_K, seed: int = 0, min_count: int = MIN_COUNT,
-            feature_types: Iterable[str] | None = None) -> dict:
+            feature_types: Iterable[str] | None = None, alpha: float = ALPHA) -> dict:
     """{"cues", "accuracy_test", "distribution_test"}; the tests are [] without predictions.
 
     Without a reference split (``reference=None``) there are no cues and no distribution test;
@@ -608,7 +864,8 @@ def profile(reference: Sequence[Instance] | FeatureIndex | None, test: Sequence[
                                                 kind=kind, language=language, min_count=min_count, top_k=top_k)
         if reference is not None:
             result["distribution_test"] = distribution_test(test_index, predictions, cues, kind=kind,
-                                                            language=language, seed=seed, min_count=min_count)
+                                                            language=language, seed=seed, min_count=min_count,
+                                                            alpha=alpha)
     return result
 
 

@@ -138,9 +138,11 @@ def test_the_icq_distribution_test_is_drawn_as_grouped_bars(nli_task):
     first = distribution[0]
     chart = page[page.index('class="chart grouped-chart"'):]
     chart = chart[:chart.index("</svg>")]
-    for name in ("Predicted", "Reference Rf", "Uniform"):
+    for name in ("Predicted", "Cue-free model", "Reference Rf"):
         assert name in chart
     for label, share in first["predicted_dist"].items():
         assert f"Predicted {label}: {share:.2f}" in chart  # one bar per label and series
     for label, share in first["reference_dist"].items():
         assert f"Reference Rf {label}: {share:.2f}" in chart
+    for label, share in first["null_dist"].items():
+        assert f"Cue-free model {label}: {share:.2f}" in chart  # the null the flag is measured against

@@ -39,20 +39,33 @@ def test_classification_profile_with_predictions():
     assert set(out) == {"cues", "accuracy_test", "distribution_test"}
     top = out["cues"][0]
     assert {(c["feature"], c["value"]) for c in out["cues"][:2]} == {("word", "never"), ("negation", "negation")}
-    # "never": R 10 contradiction / 1 entailment / 1 neutral, S 6 / 4 / 4
-    assert top["mse"] == pytest.approx(0.125)
+    # "never": R 10 contradiction / 1 entailment / 1 neutral, S 6 / 4 / 4; R's prior is 1/2, 1/4, 1/4
+    assert top["prior"] == {"contradiction": 0.5, "entailment": 0.25, "neutral": 0.25}
+    assert top["mse"] == pytest.approx(((10 / 12 - 1 / 2) ** 2 + 2 * (1 / 12 - 1 / 4) ** 2) / 3)  # 1/18
+    assert top["mse_published"] == pytest.approx(0.125)  # distance from 1/3, as in the paper
+    assert top["cue_label"] == "contradiction"
     assert (top["n_reference"], top["n_test"]) == (12, 14)
     assert top["reference_dist"] == pytest.approx({"contradiction": 10 / 12, "entailment": 1 / 12, "neutral": 1 / 12})
     assert top["test_dist"] == pytest.approx({"contradiction": 6 / 14, "entailment": 4 / 14, "neutral": 4 / 14})
-    for key in ("feature", "value", "cueness", "mse", "jsd", "n_reference", "n_test", "reference_dist", "test_dist"):
+    for key in ("feature", "value", "cueness", "mse", "jsd", "n_reference", "n_test", "reference_dist", "test_dist",
+                "cueness_published", "mse_published", "prior", "cue_label"):
         assert key in top
     never = next(row for row in out["accuracy_test"] if row["value"] == "never")
     # the biased model says "contradiction" for every "never": 6/14 right there, 15/15 elsewhere
-    assert never == {"feature": "word", "value": "never", "n_with": 14, "n_without": 15,
-                     "acc_with": pytest.approx(6 / 14), "acc_without": 1.0, "delta": pytest.approx(6 / 14 - 1)}
+    assert {key: never[key] for key in ("feature", "value", "n_with", "n_without", "acc_with", "acc_without",
+                                        "delta")} == {"feature": "word", "value": "never", "n_with": 14, "n_without": 15,
+                                                      "acc_with": pytest.approx(6 / 14), "acc_without": 1.0,
+                                                      "delta": pytest.approx(6 / 14 - 1)}
+    assert never["p_value"] < 0.001 <= never["p_holm"] < 0.01  # Fisher on [[6, 8], [15, 0]], Holm over the cues
     flat = next(row for row in out["distribution_test"] if row["value"] == "never")
     assert flat["n_flat"] == 12 and flat["follows_cue"] is True
     assert flat["predicted_dist"] == {"contradiction": 1.0, "entailment": 0.0, "neutral": 0.0}
+    # a cue-free model with this model's rates per gold label (contradiction: 11/11, entailment
+    # and neutral: 4/9) would say "contradiction" for all 12 flattened items with probability (4/9)^8
+    assert flat["cue_label"] == "contradiction" and flat["p_value"] == pytest.approx((4 / 9) ** 8)
+    n_tested = len(out["distribution_test"])
+    assert flat["p_holm"] == pytest.approx(min(1.0, n_tested * (4 / 9) ** 8))
+    assert [row["value"] for row in out["distribution_test"] if row["follows_cue"]] in (["never"], ["negation", "never"])
 
 
 def test_without_predictions_the_tests_are_empty_and_top_k_applies():
@@ -70,6 +83,13 @@ def test_multichoice_profile():
     assert never["reference_dist"] == {"right": 0.0, "wrong": 1.0}
     assert (never["n_reference"], never["n_test"]) == (14, 14)
     assert never["test_dist"] == pytest.approx({"right": 2 / 14, "wrong": 12 / 14})
+    # three options per question: the prior is 1/3 right, so "never" (0 right) is a wrong-cue
+    assert never["prior"] == pytest.approx({"right": 1 / 3, "wrong": 2 / 3})
+    assert never["cue_label"] == "wrong" and never["mse"] == pytest.approx(1 / 9)
+    # "never" has 2 right rows in S: too few to flatten (2 * 2 < 11), so it is not in the distribution test
+    assert out["distribution_test"] and ("word", "never") not in {(r["feature"], r["value"])
+                                                                   for r in out["distribution_test"]}
+    assert all(0.0 <= r["p_value"] <= r["p_holm"] <= 1.0 for r in out["distribution_test"])
     assert ("word", "visit") not in cues  # fires in every option of the plain questions
     row = next(r for r in out["accuracy_test"] if r["value"] == "never")
     assert (row["n_with"], row["n_without"]) == (14, 12)
