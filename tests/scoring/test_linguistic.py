@@ -1,10 +1,12 @@
 """Linguistic-bias analysis (InDepth-Eva-MRC, Wu et al., 2022): subsets, F1 per subset, variance."""
+import itertools
 import json
 
 import numpy as np
 import pytest
 
 from scoring.analysis.linguistic import (
+    between_bin_test,
     character_length,
     count_syllables,
     flesch_kincaid_grade,
@@ -12,6 +14,7 @@ from scoring.analysis.linguistic import (
     word_frequencies,
     words,
 )
+from scoring.analysis.question_types import length_bin
 
 SHORT = "The sky is blue today."  # 5 words
 LONG = " ".join(["word"] * 59) + "."  # 59 words
@@ -178,3 +181,117 @@ def test_what_is_published_does_not_depend_on_a_small_subsets_f1():
     assert linguistic_bias(small_subset_items(1.0), min_group_size=5) == \
         linguistic_bias(small_subset_items(0.0), min_group_size=5)
     assert linguistic_bias(small_subset_items(1.0)) != linguistic_bias(small_subset_items(0.0))
+
+
+# ---------------------------------------------------------------- noise-corrected score and its null
+
+def test_corrected_score_by_hand():
+    groups = {"a": [1.0, 1.0, 0.0, 1.0], "b": [0.0, 0.5, 0.0, 0.5, 0.0, 0.0], "tiny": [1.0]}
+    result = between_bin_test(groups, n_permutations=200, min_bin_size=2)
+    assert result["bins_left_out"] == ["tiny"] and result["n_analysed"] == 10 and result["min_bin_size"] == 2
+    # N = 10, w = (0.4, 0.6), means 0.75 and 1/6, overall mean 0.4.
+    between = 0.4 * (0.75 - 0.4) ** 2 + 0.6 * (1 / 6 - 0.4) ** 2
+    s2_a, s2_b = np.var([1, 1, 0, 1], ddof=1), np.var([0, 0.5, 0, 0.5, 0, 0], ddof=1)
+    null = ((1 - 0.4) * s2_a + (1 - 0.6) * s2_b) / 10
+    assert result["between_bin_variance"] == pytest.approx(between)
+    assert result["null_expectation"] == pytest.approx(null)
+    assert result["bias_corrected"] == pytest.approx(between - null)
+    assert 1 / 201 <= result["p_value"] <= 1
+    assert result == between_bin_test(groups, n_permutations=200, min_bin_size=2)  # seeded
+    json.dumps(result)
+
+
+def test_null_expectation_is_the_mean_over_every_shuffle():
+    """Over all ways of dealing the values into bins of the same sizes, the between-bin variance
+    averages exactly what null_expectation averages; the sampled p-value converges on the exact
+    one counted over every arrangement."""
+    values = np.array([0.0, 0.2, 1.0, 1.0, 0.5, 0.0, 1.0])
+    sizes = (3, 4)
+    observed = between_bin_test({"x": values[:3], "y": values[3:]}, min_bin_size=2, n_permutations=20_000)
+    betweens, nulls = [], []
+    for first in itertools.combinations(range(values.size), sizes[0]):
+        rest = [i for i in range(values.size) if i not in first]
+        one = between_bin_test({"x": values[list(first)], "y": values[rest]}, min_bin_size=2, n_permutations=1)
+        betweens.append(one["between_bin_variance"])
+        nulls.append(one["null_expectation"])
+    assert np.mean(betweens) == pytest.approx(np.mean(nulls))
+    corrected = np.array(betweens) - np.array(nulls)
+    exact = np.mean(corrected >= observed["bias_corrected"] - 1e-12)
+    assert observed["p_value"] == pytest.approx(exact, abs=0.01)
+
+
+def test_separated_bins_are_significant_and_constant_f1_is_not():
+    separated = between_bin_test({"good": [1.0] * 10, "bad": [0.0] * 10}, n_permutations=2000)
+    assert separated["p_value"] < 0.005  # 2 arrangements in C(20, 10) = 184,756 are as extreme
+    assert separated["bias_corrected"] == pytest.approx(0.25)  # nothing to subtract: no within-bin spread
+    flat = between_bin_test({"a": [0.5] * 12, "b": [0.5] * 15}, n_permutations=50)
+    assert flat["bias_corrected"] == 0.0 and flat["p_value"] == 1.0
+
+
+def test_fewer_than_two_bins_big_enough_give_no_score():
+    result = between_bin_test({"a": [1.0] * 30, "b": [0.0] * 9}, n_permutations=10)
+    assert result["bins_left_out"] == ["b"] and result["n_analysed"] == 30
+    assert all(result[key] is None for key in ("between_bin_variance", "null_expectation", "bias_corrected",
+                                               "p_value"))
+
+
+def test_invalid_test_arguments():
+    for bad in ({"n_permutations": 0}, {"n_permutations": 2.5}, {"min_bin_size": 1}, {"min_bin_size": True},
+                {"seed": -1}):
+        with pytest.raises(ValueError):
+            linguistic_bias(ITEMS, **bad)
+    with pytest.raises(ValueError):
+        between_bin_test({"a": [0.1, float("nan")], "b": [0.0, 1.0]}, min_bin_size=2)
+
+
+def many_items(seed, n=300):
+    """Passages of 5 to 400 words; answers right 80% of the time under 100 words, 30% above."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, 400, size=n)
+    return [{"question": str(rng.choice(["What is it?", "Who is it?", "How is it?", "Why?"])),
+             "context": "Word " * int(length) + "end.", "answers": ["word " * int(rng.integers(1, 6))],
+             "f1": float(rng.random() < 0.3 + 0.5 * (length < 100))} for length in lengths]
+
+
+def test_every_property_carries_raw_and_corrected_scores_with_their_null():
+    items = many_items(3)
+    result = linguistic_bias(items, n_permutations=500)
+    json.dumps(result)
+    assert (result["n_permutations"], result["min_bin_size"], result["seed"]) == (500, 10, 0)
+    for prop in result["properties"]:
+        shown = [b for b in prop["bins"] if "pooled" not in b]
+        kept = [b for b in shown if b["n"] >= 10]
+        assert prop["bias"] == pytest.approx(np.var([b["f1"] for b in shown]))  # Wu et al., unchanged
+        assert prop["bins_left_out"] == [b["label"] for b in shown if b["n"] < 10]
+        assert prop["n_analysed"] == sum(b["n"] for b in kept)
+        if len(kept) < 2:
+            assert prop["bias_corrected"] is None and prop["p_value"] is None
+            continue
+        weights = np.array([b["n"] for b in kept]) / prop["n_analysed"]
+        means = np.array([b["f1"] for b in kept])
+        assert prop["between_bin_variance"] == pytest.approx(np.sum(weights * (means - weights @ means) ** 2))
+        assert prop["bias_corrected"] == pytest.approx(prop["between_bin_variance"] - prop["null_expectation"])
+    props = by_name(result)
+    assert props["passage_length"]["p_value"] < 0.01  # planted
+    assert props["question_words"]["p_value"] > 0.01
+    # A property's shuffles depend on the seed and its name alone, not on the other properties.
+    groups = {}
+    for item in items:
+        groups.setdefault(length_bin(len(words(item["context"])), 50, cap=600), []).append(item["f1"])
+    groups = {b["label"]: groups[b["label"]] for b in props["passage_length"]["bins"]}
+    alone = between_bin_test(groups, n_permutations=500, stream="passage_length")
+    assert alone["p_value"] == props["passage_length"]["p_value"]
+    assert linguistic_bias(items, n_permutations=500) == result
+    assert linguistic_bias(items, n_permutations=500, seed=1) != result
+
+
+def test_hidden_sets_test_only_the_subsets_shown_on_their_own():
+    """The pool of small subsets (and a withheld pool) never enters the corrected score: what is
+    published still does not depend on a small subset's F1."""
+    result = linguistic_bias(small_subset_items(1.0), min_group_size=5, min_bin_size=5)
+    words_prop = by_name(result)["question_words"]
+    assert words_prop["n_analysed"] == 12 and words_prop["bins_left_out"] == []
+    assert words_prop["bias_corrected"] is not None
+    for prop in result["properties"]:
+        assert prop["n_analysed"] <= sum(b["n"] for b in prop["bins"] if "pooled" not in b)
+    assert result == linguistic_bias(small_subset_items(0.0), min_group_size=5, min_bin_size=5)
