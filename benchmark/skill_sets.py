@@ -13,6 +13,7 @@ from scoring.analysis import skills
 from scoring.metrics import expmrc
 
 from .models import SkillVariant, Task, TestSet
+from .signals import skill_sets_built
 
 SKILL_BUILD = Job(key="skill_builds", task_name="benchmark.tasks.build_skill_sets",
                   state=JsonPartState(TestSet, "skills_build"), what="The build",
@@ -66,7 +67,8 @@ def build(test_set: TestSet, log: Callable[[str], None] | None = None, attempt: 
                 },
             )
     seconds = round(time.perf_counter() - started, 2)
-    state.finish(test_set.pk, attempt, JobStatus.DONE, done=len(results), total=len(results), seconds=seconds)
+    if state.finish(test_set.pk, attempt, JobStatus.DONE, done=len(results), total=len(results), seconds=seconds):
+        skill_sets_built.send(sender=TestSet, test_set_id=test_set.pk)
     return {skill: result["status"] for skill, result in results.items()}
 
 

@@ -9,6 +9,22 @@ For SQuAD (English, 501 questions) and CMRC 2018 (Chinese, 515 questions) prints
 and, as the in-process reference, (r) one cold scoring pass of the official sample submission
 with scoring.metrics.expmrc (token cache cleared), ending with the ratios (a)/(r) and (b)/(r).
 Best of --repeat runs (default 3).
+
+    .venv/bin/python perf/skills.py --audit [--dump DIR]
+
+prints instead, as one JSON document, the figures of issue 13 on the SQuAD dev set (the same
+command before and after a change of the build or of the scoring):
+  constant_mask      answer F1 of the constant answer "[UNK] [UNK]" on the original and each variant;
+  same_spans_masked  the skill gap of a system that returns the sample submission's spans carried
+                     through each variant's perturbation (masked, substituted) exactly as the
+                     variant does it: a correct scorer shows no gap;
+  s4_kept_by_length  share of questions s4 keeps, by the word count of the first gold answer;
+  s9_masks           what the masked tokens of s9 were, over the distinct passages;
+  s1_substitutions   how many tokens s1 replaces (``--dump DIR`` writes each one with its
+                     sentence, and every this/that/these/those with whether s9 masks it, as JSON
+                     lines, for a check with a POS tagger).
+Variants are scored with ``skills.score_variant`` when the package has it, else (before issue 13)
+with the ExpMRC scorer, as the server did.
 """
 from __future__ import annotations
 
@@ -24,7 +40,15 @@ SUBSETS = (("squad", "en"), ("cmrc2018", "zh"))
 sys.path.insert(0, str(REPO))
 
 from scoring.analysis import skills  # noqa: E402  (after the path set-up above)
+from scoring.analysis.skills.edits import SpanMap, apply_edits
+from scoring.analysis.skills.perturbations import BUILDERS, Question
+from scoring.analysis.skills.randomness import question_rng
+from scoring.analysis.skills.text import analyse
+from scoring.analysis.skills.variants import _locate
 from scoring.metrics import expmrc
+
+# Skills whose perturbation carries any span of the passage (masking, substitution, question only).
+CARRIED = ("s1", "s2", "s7", "s8", "s9", "s9p", "s10", "s11", "s12", "s13", "s14")
 
 
 def best_of(repeat, function):
@@ -36,13 +60,125 @@ def best_of(repeat, function):
     return best, result
 
 
+def _questions(gold):
+    for article in gold["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                yield paragraph["context"], qa
+
+
+def _carry(context, qa, skill, span, seed=0):
+    """The text that a span of the original passage becomes in the variant (None if the
+    perturbation breaks it up), as the build carries a gold answer."""
+    question = Question(id=qa["id"], context=analyse(context, "en"),
+                        question=analyse(qa["question"], "en", split_sentences=False), answers=[span],
+                        rng=question_rng(seed, qa["id"], skill), language="en")
+    perturbation = BUILDERS[skill](question)
+    new_context, new_starts = apply_edits(context, perturbation.context_edits)
+    if 0 in perturbation.lost:
+        return None
+    if 0 in perturbation.placed:
+        edit_index, offset = perturbation.placed[0]
+        start = new_starts[edit_index] + offset
+        return new_context[start:start + span[1] - span[0]]
+    span_map = SpanMap(perturbation.context_edits, new_starts)
+    return new_context[span_map.start(span[0]):span_map.end(span[1])]
+
+
+def audit(gold, predictions, dump=None) -> dict:
+    score = getattr(skills, "score_variant", expmrc.score_predictions)
+    results = skills.build_all(gold, language="en", seed=0)
+    ids = [qa["id"] for _, qa in _questions(gold)]
+    constant = {key: {"answer": "[UNK] [UNK]", "evidence": ""} for key in ids}
+    out = {"scorer": getattr(score, "__module__", "") + "." + score.__name__,
+           "constant_mask": {"original": round(expmrc.score_predictions(gold, constant).answer, 2)}}
+    for skill, result in results.items():
+        if result["status"] == "ok":
+            out["constant_mask"][skill] = round(score(result["gold"], constant).answer, 2)
+        else:
+            out["constant_mask"][skill] = result["status"]
+
+    original = {q["key"]: q["answer"] for q in expmrc.score_predictions(gold, predictions).per_question}
+    variant_f1 = {}
+    for skill in CARRIED:
+        if results[skill]["status"] != "ok":
+            continue
+        carried = {}
+        for context, qa in _questions(gold):
+            entry = predictions[qa["id"]]
+            # Where the system found its answer: the occurrence nearest the first gold answer.
+            span = _locate(context, entry["answer"], qa["answers"][0]["answer_start"])
+            text = entry["answer"] if span is None else _carry(context, qa, skill, span)
+            carried[qa["id"]] = {"answer": entry["answer"] if text is None else text, "evidence": entry["evidence"]}
+        variant_f1[skill] = {q["key"]: q["answer"] for q in score(results[skill]["gold"], carried).per_question}
+    gaps = skills.skill_gaps(original, variant_f1, seed=0)
+    out["same_spans_masked"] = {
+        skill: {"gap": round(g["gap"], 3), "ci": [round(g["ci_low"], 3), round(g["ci_high"], 3)], "n": g["n"]}
+        for skill, g in gaps.items()}
+
+    kept = set()
+    if results["s4"]["status"] == "ok":
+        kept = {qa["id"] for a in results["s4"]["gold"]["data"] for p in a["paragraphs"] for qa in p["qas"]}
+    by_length: dict[str, list[int]] = {}
+    for _, qa in _questions(gold):
+        words = len(qa["answers"][0]["text"].split())
+        bucket = str(words) if words < 4 else "4+"
+        by_length.setdefault(bucket, [0, 0])
+        by_length[bucket][0] += qa["id"] in kept
+        by_length[bucket][1] += 1
+    out["s4_kept_by_length"] = {k: f"{v[0]}/{v[1]} ({100 * v[0] / v[1]:.0f}%)" for k, v in sorted(by_length.items())}
+    out["s4_method"] = results["s4"].get("method", "")
+
+    masked: dict[str, int] = {}
+    substitutions, demonstratives = [], []
+    seen = set()
+    for context, qa in _questions(gold):
+        if context in seen:
+            continue
+        seen.add(context)
+        analysis = analyse(context, "en")
+        question = Question(id=qa["id"], context=analysis, answers=[], rng=question_rng(0, qa["id"], "s9"),
+                            question=analyse(qa["question"], "en", split_sentences=False), language="en")
+
+        def row(start, end, **more):
+            s, e = next((s, e) for s, e in analysis.sentences if s <= start < e)
+            return {"sentence": context[s:e], "start": start - s, "end": end - s, "word": context[start:end], **more}
+
+        s9_starts = set()
+        for edit in BUILDERS["s9"](question).context_edits:
+            word = context[edit.start:edit.end].lower()
+            masked[word] = masked.get(word, 0) + 1
+            s9_starts.add(edit.start)
+        for i, word in enumerate(analysis.lower):
+            if word in ("this", "that", "these", "those"):
+                start, end = analysis.tokens[i]
+                demonstratives.append(row(start, end, masked=start in s9_starts))
+        for edit in BUILDERS["s1"](question).context_edits:
+            substitutions.append(row(edit.start, edit.end, replacement=edit.text))
+    out["s9_masks"] = dict(sorted(masked.items(), key=lambda kv: -kv[1])) | {"total": sum(masked.values())}
+    out["s1_substitutions"] = len(substitutions)
+    if dump:
+        Path(dump).mkdir(parents=True, exist_ok=True)
+        for name, rows in (("s1.jsonl", substitutions), ("s9.jsonl", demonstratives)):
+            (Path(dump) / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--audit", action="store_true", help="print the figures of issue 13 (SQuAD dev) instead")
+    parser.add_argument("--dump", metavar="DIR", help="with --audit: write s1's substitutions and every "
+                        "demonstrative (masked by s9 or not) with its sentence to DIR/s1.jsonl, DIR/s9.jsonl")
     args = parser.parse_args()
     if not DATA.is_dir():
         print(f"ExpMRC dev data not found at {DATA}; nothing to measure")
         return 1
+    if args.audit:
+        gold = json.loads((DATA / "expmrc-squad-dev.json").read_bytes())
+        predictions = json.loads((DATA / "sample_submission" / "squad.json").read_bytes())
+        print(json.dumps(audit(gold, predictions, args.dump), indent=1))
+        return 0
     for subset, language in SUBSETS:
         gold = json.loads((DATA / f"expmrc-{subset}-dev.json").read_bytes())
         predictions = json.loads((DATA / "sample_submission" / f"{subset}.json").read_bytes())

@@ -13,7 +13,7 @@ from scoring import stats
 
 from . import diagnostics, lifecycle
 from .models import ErrorCategory, Status, Submission
-from .scorers import InvalidPredictions, scorer_for
+from .scorers import InvalidPredictions, SkillsScorer, scorer_for
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,8 @@ def _score_and_store(submission):
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
     try:
-        predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
+        predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES,
+                                   stored=True)
     except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
     run = scorer.score(submission.task, submission.test_set, predictions)
@@ -93,3 +94,12 @@ def confidence_intervals(task: Task, item_rows: Sequence[Sequence[float | None]]
             cis[key] = list(stats.bootstrap_ci(defined, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
     # No defined item (NaN) or an overflow (inf): no interval (JSON null; jsonb refuses both).
     return {key: bounds if all(math.isfinite(b) for b in bounds) else None for key, bounds in cis.items()}
+
+
+def rescore_stale_skill_entries(sender: object, test_set_id: int, **kwargs: object) -> int:
+    """Receiver of ``benchmark.signals.skill_sets_built``: the scored skill entries of the test
+    set whose gaps came from an older skills scorer go back to the queue (scored -> queued, as a
+    maintainer's re-score: no quota is charged). Returns how many."""
+    stale = (Submission.objects.filter(test_set_id=test_set_id, kind=Submission.SKILLS, status=Status.SCORED)
+             .exclude(scorer_version=SkillsScorer.version).defer("item_scores"))
+    return sum(lifecycle.mark_queued(submission) for submission in stale)

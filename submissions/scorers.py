@@ -1,6 +1,6 @@
 """Which pure scorer a submission uses, behind one small interface.
 
-``parse(raw, test_set, max_bytes=...)`` validates an upload (InvalidPredictions with a
+``parse(raw, test_set, max_bytes=..., stored=False)`` validates an upload (InvalidPredictions with a
 precise, gold-free message); ``score(task, test_set, predictions)`` returns a ScoredRun whose
 per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers and diagnostics
 work the same for every kind.
@@ -33,7 +33,7 @@ class Scorer(Protocol):
 
     version: str
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> Any: ...
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> Any: ...
 
     def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun: ...
 
@@ -41,7 +41,7 @@ class Scorer(Protocol):
 class ExpmrcScorer:
     version = "expmrc-1/nltk-3.9.2"
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, dict]:
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, dict]:
         return expmrc.parse_predictions(raw, expmrc.KeySpec.from_dict(test_set.key_spec), max_bytes=max_bytes)
 
     def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict]) -> ScoredRun:
@@ -57,7 +57,7 @@ class ExpmrcScorer:
 class ClassificationScorer:
     version = "classification-1"
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, str]:
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, str]:
         spec = classification.LabelSpec.from_dict(test_set.key_spec)
         return classification.parse_predictions(raw, spec, max_bytes=max_bytes)
 
@@ -73,12 +73,13 @@ class SkillsScorer:
     that is absent is "not submitted", not zero. The score is the original's; the per-skill
     F1 gaps with paired bootstrap CIs go to ``details``."""
 
-    version = "skills-1/expmrc-1"
+    version = "skills-2/expmrc-1"
 
     def variants(self, test_set: TestSet) -> dict[str, SkillVariant]:
         return {v.skill: v for v in test_set.skill_variants.filter(status="ok")}
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, dict[str, dict]]:
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int,
+              stored: bool = False) -> dict[str, dict[str, dict]]:
         text, document = load_json_object(raw, max_bytes=max_bytes,
                                            expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
         variants = self.variants(test_set)
@@ -87,12 +88,17 @@ class SkillsScorer:
         if repeated:
             raise InvalidPredictions(f"duplicated sections: {', '.join(show(n) for n in repeated)}")
         refused = [name for name in names if name != "original" and name not in variants]
-        if refused:
+        if refused and not stored:
             raise InvalidPredictions(self.refusal(refused, test_set, variants))
         if "original" not in names:
             raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
-        parsed = {}
+        parsed: dict[str, Any] = {}
         for name, section in document:
+            if name in refused:
+                # A stored, accepted file whose section's variant is no longer built (re-scoring
+                # after an upgrade made it not applicable): kept out of the scores, reported.
+                parsed[name] = None
+                continue
             spec = test_set.key_spec if name == "original" else variants[name].key_spec
             try:  # parse_predictions reads text as well as bytes (load_json_object takes both)
                 parsed[name] = expmrc.parse_predictions(json.dumps(_plain(section)),  # type: ignore[arg-type]
@@ -129,11 +135,19 @@ class SkillsScorer:
         original = expmrc.score_predictions(test_set.gold, predictions["original"])
         variants = self.variants(test_set)
         variant_f1 = {}
+        no_longer_built = []
         for name, preds in predictions.items():
-            if name != "original":
-                # An "ok" variant has its gold.
-                result = expmrc.score_predictions(variants[name].gold, preds)  # type: ignore[arg-type]
-                variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
+            if name == "original":
+                continue
+            if name not in variants:
+                # Re-scoring a stored file whose section's variant is no longer built (e.g. s3,
+                # now not applicable): reported, not scored.
+                no_longer_built.append(name)
+                continue
+            # Masks never earn credit: answers are compared by position against the original
+            # text (docs/diagnostics.md#skill-based-reconstructed-sets). An "ok" variant has its gold.
+            result = skills.score_variant(variants[name].gold, preds)  # type: ignore[arg-type]
+            variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
         gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0)
         not_submitted = sorted(set(variants) - set(variant_f1), key=_skill_order)
         return ScoredRun(
@@ -142,7 +156,8 @@ class SkillsScorer:
             item_rows=[[q["answer"], q["evidence"], q["overall"]] for q in original.per_question],
             total=original.total,
             unanswered=original.unanswered,
-            details={"skills": gaps, "not_submitted": not_submitted},
+            details={"skills": gaps, "not_submitted": not_submitted,
+                     "not_scored": sorted(no_longer_built, key=_skill_order)},
         )
 
 
@@ -153,7 +168,7 @@ class ChecklistScorer:
 
     version = "checklist-1"
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, str]:
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, str]:
         return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
                                   expected='{"<item id>": "<answer>"}')
 
@@ -185,7 +200,7 @@ class InterpretationScorer:
     METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
     COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> dict[str, list[float]]:
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, list[float]]:
         return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
 
     def score(self, task: Task, test_set: TestSet, predictions: dict[str, list[float]]) -> ScoredRun:

@@ -136,3 +136,38 @@ def test_upgrade_drops_gold_dependent_variants_and_the_reaper_rebuilds_them(djan
     assert len(sent) == 1
     build_skill_sets(task.current_test_set().pk)
     assert set(statuses(task)) == set(SKILLS) and statuses(task)["s4"] == "ok"
+
+
+def test_upgrade_rebuilds_every_variant_and_rescores_skill_entries_of_the_older_scorer(
+        django_capture_on_commit_callbacks):
+    import importlib
+
+    from django.apps import apps
+
+    from benchmark import jobs
+    from benchmark.tasks import build_skill_sets
+    from submissions.intake import submit_predictions
+    from submissions.models import Status, Submission
+    from submissions.runs import claim_and_score
+    from submissions.scorers import SkillsScorer
+
+    task = make_task("expmrc-squad")
+    build("expmrc-squad")
+    original = perfect_predictions(fixture_gold("expmrc-squad"))
+    entry = submit_predictions(user=make_user(), task=task, method_name="m", kind=Submission.SKILLS,
+                               uploaded_file=upload_file({"original": original}))
+    assert claim_and_score(entry.pk) == Status.SCORED
+    Submission.objects.filter(pk=entry.pk).update(scorer_version="skills-1/expmrc-1")  # scored before the upgrade
+
+    importlib.import_module("benchmark.migrations.0008_rebuild_skill_variants_masks_scored_by_position") \
+        .drop_skill_variants(apps, None)
+    assert statuses(task) == {}
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert jobs.reap_stuck()["skill_builds_resent"] == 1
+    assert len(sent) == 1
+    with django_capture_on_commit_callbacks(execute=False) as rescored:
+        build_skill_sets(task.current_test_set().pk)
+    assert statuses(task)["s2"] == "ok" and len(rescored) == 1  # the stale entry went back to the queue
+    assert Submission.objects.get(pk=entry.pk).status == Status.QUEUED
+    assert claim_and_score(entry.pk) == Status.SCORED
+    assert Submission.objects.get(pk=entry.pk).scorer_version == SkillsScorer.version

@@ -159,42 +159,64 @@ def test_s2_function_words_are_masked_and_answers_rewritten():
     assert result["counts"]["answers_rewritten"] == 1
 
 
-def test_s3_content_words_are_masked_and_fully_masked_answers_dropped():
-    context = ("The [UNK] [UNK] was [UNK] in [UNK] because the [UNK] [UNK] [UNK] [UNK]. If the [UNK] [UNK], this "
-               "[UNK] [UNK]. [UNK] [UNK] it with her [UNK] [UNK]; she was [UNK] than before. That [UNK] [UNK] "
-               "[UNK] [UNK].")
+def test_s3_is_not_applicable_and_says_why():
+    # Masked answers keep only function words ("with her [UNK] [UNK]"), which match any such span
+    # once masks earn no credit: s3 has no variant (see S3_NOT_APPLICABLE).
     result = build_variant(EN_GOLD, "s3")
-    assert_variant(result, same_context(context, {"q4": [("with her [UNK] [UNK]", 125)]}))
-    assert (result["n_items"], result["n_dropped"], result["counts"]["dropped_answer_masked"]) == (1, 3, 3)
+    assert (result["status"], result["gold"], result["public"]) == ("not applicable", None, None)
+    assert result["note"].startswith("s3 is not scored: with every content word masked")
+    assert "ExpMRC predictions do not carry" in result["note"]
 
 
-def test_s4_words_shuffled_in_segments_of_three_final_token_last():
-    # Each sentence's tokens but the last are cut into segments of 3 tokens on a grid with a
-    # random origin (from the question id, never the gold) and the segments are shuffled; the
-    # sentence-final token stays last. q4's 4-token answer straddles a segment boundary and its
-    # segments were separated: it is lost, so q4 is not scored, but it stays public.
+def test_s4_phrase_units_shuffled_final_token_last():
+    # Each sentence's tokens but the last are cut into phrase units from the text alone (a unit
+    # starts at a preposition, subordinator, auxiliary or determiner, or after punctuation) and
+    # the units are shuffled with the question's generator; the sentence-final token stays last.
+    # q4's 4-token answer lies in two units that stayed together, so every question is kept.
     public = {
-        "q1": "The old the river flooded in 1887 because bridge was built every spring. If the water rises, this "
-              "bridge closes. dogs; she Anna crossed it before with her two was happier than. That crossing took "
+        "q1": "The old bridge because the river flooded was built in 1887 every spring. If the water rises, this "
+              "bridge closes. than before with her two dogs; she was happier Anna crossed it. That crossing took "
               "45 minutes.",
-        "q2": "The old bridge was built in 1887 because the spring river flooded every. rises, this If the water "
-              "bridge closes. dogs; she before was happier than with her two Anna crossed it. took 45 minutes That "
-              "crossing.",
-        "q3": "1887 because the was built in spring The old bridge river flooded every. closes If the water rises "
-              ", this bridge. Anna crossed it with her two dogs; she was happier than before. That crossing took 45 "
-              "minutes.",
-        "q4": "built in 1887 The old bridge was flooded every spring because the river. bridge closes rises, this "
-              "If the water. two dogs; she was happier Anna crossed than before it with her. took 45 minutes That "
-              "crossing.",
+        "q2": "The old bridge because the river flooded in 1887 every spring was built. this bridge closes If the "
+              "water rises,. was happier she Anna crossed it with her two dogs; than before. That crossing took "
+              "45 minutes.",
+        "q3": "in 1887 every spring was built because the river flooded The old bridge. this bridge closes If the "
+              "water rises,. than before Anna crossed it with her two dogs; she was happier. That crossing took "
+              "45 minutes.",
+        "q4": "every spring The old bridge because the river flooded was built in 1887. If the water rises, this "
+              "bridge closes. was happier with her two dogs; she than before Anna crossed it. That crossing took "
+              "45 minutes.",
     }
     result = build_variant(EN_GOLD, "s4")
     assert_variant(result, {
-        "q1": (public["q1"], EN_QUESTIONS["q1"][0], [("Anna", 123)]),
-        "q2": (public["q2"], EN_QUESTIONS["q2"][0], [("1887", 28)]),
-        "q3": (public["q3"], EN_QUESTIONS["q3"][0], [("45 minutes", 197)]),
+        "q1": (public["q1"], EN_QUESTIONS["q1"][0], [("Anna", 160)]),
+        "q2": (public["q2"], EN_QUESTIONS["q2"][0], [("1887", 44)]),
+        "q3": (public["q3"], EN_QUESTIONS["q3"][0], [("45 minutes", 196)]),
+        "q4": (public["q4"], EN_QUESTIONS["q4"][0], [("with her two dogs", 125)]),
     })
     assert public_passages(result) == public
-    assert (result["n_dropped"], result["counts"]["answers_lost"], result["counts"]["dropped_answer_lost"]) == (1, 1, 1)
+    assert result["method"].startswith("words shuffled in phrase units") and "Method: " in result["note"]
+
+
+def test_s4_keeps_every_answer_length_equally_often():
+    # 40 sentences of two phrase units ("a0 b0 c0 in d0 e0 end."). A one-word answer inside a
+    # unit always survives; a four-word answer across both units survives only when the shuffle
+    # keeps their order. As many short answers are then left out as keep both lengths equally
+    # often.
+    context = " ".join(f"a{k} b{k} c{k} in d{k} e{k} end." for k in range(40))
+    questions = {}
+    for k in range(40):
+        questions[f"s{k:02d}"] = ("Which?", f"a{k}")
+        questions[f"l{k:02d}"] = ("Which?", f"c{k} in d{k} e{k}")
+    gold = make_gold(context, "expmrc-squad-dev", questions)
+    result = build_variant(gold, "s4")
+    kept = set(by_question(result))
+    short_kept = sum(key.startswith("s") for key in kept)
+    long_kept = sum(key.startswith("l") for key in kept)
+    assert 5 < long_kept < 35 and short_kept == long_kept
+    assert result["counts"]["dropped_length_balance"] == 40 - short_kept
+    assert result["n_dropped"] == 80 - len(kept)
+    assert build_variant(gold, "s4")["gold"] == result["gold"]  # deterministic
 
 
 def test_s5_sentence_order_shuffled():
@@ -321,13 +343,21 @@ def test_s8_same_surface_same_number_and_mid_token_answers_widen():
     assert answers == [(numbers[1], 3)]  # a boundary inside a replaced number widens to all of it
 
 
-def test_s9_demonstratives_masked():
-    context = ("The old bridge was built in 1887 because the river flooded every spring. If the water rises, [UNK] "
-               "bridge closes. Anna crossed it with her two dogs; she was happier than before. [UNK] crossing took "
-               "45 minutes.")
-    assert_variant(build_variant(EN_GOLD, "s9"), same_context(context, {
-        "q1": [("Anna", 114)], "q2": [("1887", 28)], "q3": [("45 minutes", 198)],
-        "q4": [("with her two dogs", 130)]}))
+def test_s9_demonstratives_masked_only_as_pronouns():
+    # EN_CONTEXT's "this bridge" and "That crossing" are determiners: nothing to mask there.
+    assert build_variant(EN_GOLD, "s9")["n_changed"] == 0
+    context = ("This is the old bridge. That was built in 1887, and those who crossed it said that it was safe. "
+               "These include Anna, who liked that. This bridge closes when that happens; the team that won stayed.")
+    gold = make_gold(context, "expmrc-squad-dev", {"a": ("Who?", "Anna")})
+    # Masked: pronoun "This"/"That" before a verb, "those who", "These include", "liked that.",
+    # "when that happens". Kept: "said that it" (complementiser), "This bridge" (determiner),
+    # "the team that won" (relative).
+    expected = ("[UNK] is the old bridge. [UNK] was built in 1887, and [UNK] who crossed it said that it was safe. "
+                "[UNK] include Anna, who liked [UNK]. This bridge closes when [UNK] happens; the team that won "
+                "stayed.")
+    result = build_variant(gold, "s9")
+    assert by_question(result)["a"] == (expected, "Who?", [("Anna", expected.index("Anna"))])
+    assert result["method"].startswith("rule-based fallback (no POS tagger)")
 
 
 def test_s9p_personal_pronouns_masked():
@@ -422,20 +452,16 @@ def test_chinese_applicability():
                for s, r in results.items() if s not in {"s4", "s5", "s8", "s13", "s14"})
 
 
-def test_zh_s4_characters_shuffled_within_sentences_in_segments_of_five():
-    # Tokens are characters (an ASCII run is one token): segments of 5 on a random grid.
-    # z3's answer 四十五分钟 was cut in two and separated: lost, not scored, still public.
-    result = build_variant(ZH_GOLD, "s4", language="zh")
-    public = {
-        "z1": "桥建于1887年这座古。们修建了它河水每年春天都会泛滥，所以人！只狗走过这座桥安娜带着两。钟了四十五分过桥花。",
-        "z2": "这座古桥建于1887年。泛滥，所以它年春天都会人们修建了河水每！安娜带着两座桥只狗走过这。五分钟桥花了四十过。",
-        "z3": "1887年座古桥建于这。修建了它，所以人们河水每年春天都会泛滥！安娜带着两座桥只狗走过这。分钟过桥花了四十五。",
-    }
-    assert_variant(result, {
-        "z1": (public["z1"], ZH_QUESTIONS["z1"][0], [("安娜", 39)]),
-        "z2": (public["z2"], ZH_QUESTIONS["z2"][0], [("1887年", 6)]),
+def test_zh_s4_clauses_shuffled_within_sentences():
+    # Chinese units are the pieces between commas, semicolons and colons (the mark ends its
+    # piece); the sentence-final mark stays last. Only the second sentence has two pieces.
+    z1 = "这座古桥建于1887年。所以人们修建了它河水每年春天都会泛滥，！安娜带着两只狗走过这座桥。过桥花了四十五分钟。"
+    z2 = "这座古桥建于1887年。河水每年春天都会泛滥，所以人们修建了它！安娜带着两只狗走过这座桥。过桥花了四十五分钟。"
+    assert_variant(build_variant(ZH_GOLD, "s4", language="zh"), {
+        "z1": (z1, ZH_QUESTIONS["z1"][0], [("安娜", 32)]),
+        "z2": (z2, ZH_QUESTIONS["z2"][0], [("1887年", 6)]),
+        "z3": (z1, ZH_QUESTIONS["z3"][0], [("四十五分钟", 49)]),
     })
-    assert public_passages(result) == public
 
 
 def test_zh_s5_sentence_order_shuffled():
@@ -662,11 +688,13 @@ def test_squad_dev_counts_and_speed(dev_variants):
     assert results["s6"]["status"] == "not configured"
     for skill in ("s1", "s2", "s5", "s8", "s9", "s9p", "s10", "s11", "s12", "s13"):
         assert results[skill]["n_items"] == 501 and results[skill]["n_dropped"] == 0, skill
-    # s4 drops the questions whose every answer straddled a separated segment boundary.
-    assert 300 < results["s4"]["n_items"] < 450
-    assert results["s4"]["counts"]["dropped_answer_lost"] == results["s4"]["n_dropped"]
-    # Fully masked answers are dropped: most of s3, about a quarter of s14.
-    assert 100 < results["s3"]["n_items"] < 300 and 300 < results["s14"]["n_items"] < 450
+    # s4 drops the questions whose every answer was broken up, then as many others as keep every
+    # answer length equally often (about 70% of each).
+    assert 300 < results["s4"]["n_items"] < 400
+    counts = results["s4"]["counts"]
+    assert counts["dropped_answer_lost"] + counts["dropped_length_balance"] == results["s4"]["n_dropped"]
+    # s3 is not applicable; fully masked answers are dropped: about a quarter of s14.
+    assert results["s3"]["status"] == "not applicable" and 300 < results["s14"]["n_items"] < 450
     assert results["s8"]["counts"]["answers_rewritten"] > 100
 
 
@@ -738,21 +766,22 @@ def test_public_variant_lists_every_question_even_dropped_ones():
     def ids(gold):
         return [qa["id"] for a in gold["data"] for p in a["paragraphs"] for qa in p["qas"]]
 
-    for skill in ("s3", "s4", "s14"):
-        result = build_variant(EN_GOLD, skill)
-        if result["status"] != "ok":
-            continue
+    for skill in ("s4", "s6", "s14"):
+        result = build_variant(EN_GOLD, skill, translation_models=_BACK_TRANSLATION)
         assert sorted(ids(result["public"])) == sorted(ids(EN_GOLD))
         assert set(ids(result["gold"])) <= set(ids(result["public"]))
-    s3 = build_variant(EN_GOLD, "s3")
-    assert len(ids(s3["gold"])) < len(ids(s3["public"]))  # the fixture drops questions in s3
+    s6 = build_variant(EN_GOLD, "s6", translation_models=_BACK_TRANSLATION)
+    assert len(ids(s6["gold"])) < len(ids(s6["public"]))  # the fixture drops a question in s6
 
 
 def _back_translate_with_synonyms(texts):
     return [t.replace("old", "ancient").replace("Anna", "Ana") for t in texts]
 
 
-@pytest.mark.parametrize("skill", [s for s in SKILLS])
+_BACK_TRANSLATION = {"en-fr": lambda texts: texts, "fr-en": _back_translate_with_synonyms}
+
+
+@pytest.mark.parametrize("skill", [s for s in SKILLS if s != "s3"])  # s3: not applicable
 def test_public_passages_do_not_depend_on_the_hidden_answers(skill):
     """The same passages and questions with other gold answers (other lengths and positions,
     several per question) give the same public variant: comparing it with the original

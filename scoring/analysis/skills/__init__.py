@@ -29,19 +29,30 @@ Decisions (where the document and the original code disagree or say nothing)
   that do not occur at all — those are removed). Its span is then carried through the
   perturbation and its text is re-read from the new passage, so the gold is *re-located*
   (s4, s5, s6) or *re-written consistently* (s1 antonyms and s8 numbers inside an answer change
-  the answer too). For the masking skills (s2, s3, s7, s9, s9p, s10–s12, s14) a gold answer
-  whose tokens are masked becomes the masked text (e.g. ``[UNK] Broncos``): a model that still
-  finds the span gets the credit, as in Sugawara et al., who score the predicted *position*
-  against the original text. A gold answer left with nothing but ``[UNK]``/punctuation/articles
-  is removed, because any ``[UNK]`` run would then match it; a question left without gold answers
-  is **dropped from the variant** and counted in ``n_dropped`` (s3 drops most questions: answers
-  are content words; s14 drops the questions whose answer lies outside the kept sentences).
-  For the moving skills (s4, s5, s6) a gold answer that does not survive as one contiguous span
-  with its exact text is *lost* and removed the same way (a question left without gold answers is
-  dropped). The F1 gap is always computed on the kept items only, original vs variant. A variant
-  that keeps no question at all is reported "not applicable" (an empty gold file is not a test
-  set). ``counts`` in the result gives the details (answers re-written / removed as masked /
-  lost / not found).
+  the answer too). For the masking skills (s2, s7, s9, s9p, s10–s12, s14) a gold answer whose
+  tokens are masked is kept as its masked span (e.g. ``[UNK] Broncos``), and each paragraph of
+  the variant records its ``masks`` (where each mask is and what it hides; hidden gold only).
+  A gold answer left with nothing but ``[UNK]``/punctuation/articles is removed, and a question
+  left without gold answers is **dropped from the variant** and counted in ``n_dropped`` (s14
+  drops the questions whose answer lies outside the kept sentences). For the moving skills
+  (s4, s5, s6) a gold answer that does not survive as one contiguous span with its exact text is
+  *lost* and removed the same way; s4 then keeps the same share of questions for every answer
+  length (long answers are lost more often). The F1 gap is always computed on the kept items
+  only, original vs variant. A variant that keeps no question at all is reported "not
+  applicable" (an empty gold file is not a test set). ``counts`` in the result gives the details.
+* **Scoring: masks never earn credit.** A variant is scored with :func:`score_variant`, not with
+  the plain ExpMRC scorer (which would read ``[UNK]`` as a word ``unk`` matching every mask: the
+  constant answer "[UNK] [UNK]" scored 19 F1 on s2 and 62 on s3). Answers are scored by position
+  against the original text, as in Sugawara et al. (2020): the gold is the original answer; a
+  prediction that is only masks scores 0; a prediction found in the variant passage where it
+  reads one way once its masks are put back is scored as that original text; anything else
+  has its masks removed (see :mod:`scoring.analysis.skills.scorer`).
+* **s3 is "not applicable".** With every content word masked a gold answer keeps only its
+  function words, and ExpMRC predictions carry no offsets to score a position by; the note says
+  why (``S3_NOT_APPLICABLE`` in :mod:`scoring.analysis.skills.variants`).
+* **Fallbacks.** No POS tagger or parser is shipped: s1 (adjectives), s4 (phrase units) and s9
+  (demonstrative pronouns) use rules and lemminflect's word-class lexicon; each variant names
+  its method in ``method`` (and at the end of its ``note``).
 * **Public inputs never depend on the hidden gold.** Every perturbation of the passage or the
   question is a function of the public text, the seed and the question id only; the gold decides
   nothing but which answers are scored. Where the original method shapes the text around the
@@ -61,9 +72,10 @@ Decisions (where the document and the original code disagree or say nothing)
 Per skill: see :mod:`scoring.analysis.skills.perturbations` (s6: also ``back_translation``).
 
 Modules, each importing only modules listed before it: ``catalogue`` (SKILLS, the mask token,
-languages, statuses), ``word_lists``, ``text`` (sentences and tokens), ``randomness``, ``edits``,
-``perturbations`` (the builders of s1–s14 but s6), ``back_translation`` (s6, Marian models),
-``variants`` (build_variant, build_all, public_inputs) and ``gaps`` (skill_gaps). Callers use
+languages, statuses), ``scorer`` (score_variant), ``word_lists``, ``text`` (sentences and
+tokens), ``randomness``, ``edits``, ``perturbations`` (the builders of s1–s14 but s6),
+``back_translation`` (s6, Marian models), ``variants`` (build_variant, build_all,
+public_inputs), ``gaps`` (skill_gaps) and ``command`` (``python -m scoring skills``). Callers use
 the names below, ``from scoring.analysis import skills; skills.build_all(...)``.
 """
 from __future__ import annotations
@@ -86,10 +98,12 @@ from scoring.analysis.skills.catalogue import (
     ZH,
 )
 from scoring.analysis.skills.gaps import skill_gaps
+from scoring.analysis.skills.scorer import score_variant, strip_masks
 from scoring.analysis.skills.variants import build_all, build_variant, public_inputs
 
 __all__ = [
     "EN", "GROUP_LABELS", "GROUP_QUERY", "GROUP_READING", "GROUP_REASONING", "NOT_APPLICABLE",
     "NOT_CONFIGURED", "OK", "READING_LARGE", "READING_ROBUST", "READING_SHORTCUT", "SKILLS", "UNK", "ZH",
-    "Translator", "build_all", "build_variant", "marian_translator", "public_inputs", "skill_gaps",
+    "Translator", "build_all", "build_variant", "marian_translator", "public_inputs", "score_variant", "skill_gaps",
+    "strip_masks",
 ]

@@ -4,15 +4,32 @@ answer is located in the original passage, carried through the skill's perturbat
 from the new passage; see "Gold answers", "Public inputs" and "Layout" in the package docstring."""
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Callable, Mapping
 
 from scoring.analysis.skills.back_translation import back_translations, describe, resolve_translation, s6_factory
 from scoring.analysis.skills.catalogue import EN, NOT_APPLICABLE, NOT_CONFIGURED, OK, SKILLS, UNK, ZH
 from scoring.analysis.skills.edits import SpanMap, apply_edits
-from scoring.analysis.skills.perturbations import BUILDERS, MASKING_SKILLS, Question
+from scoring.analysis.skills.perturbations import BUILDERS, MASKING_SKILLS, METHODS, Question
 from scoring.analysis.skills.randomness import question_rng
+from scoring.analysis.skills.scorer import informative
 from scoring.analysis.skills.text import Analyses, analyse
 from scoring.metrics import expmrc
+
+# s4 keeps the same share of questions in every answer-length bucket (see balance_answer_lengths):
+# English words 1, 2, 3, 4+; Chinese characters 1-2, 3-4, 5-7, 8+.
+LENGTH_BALANCED = frozenset({"s4"})
+LENGTH_BUCKETS = {EN: (2, 3, 4), ZH: (3, 5, 8)}
+MIN_BUCKET = 10
+
+# Why s3 has no variant (see "Scoring" in the package docstring).
+S3_NOT_APPLICABLE = (
+    "s3 is not scored: with every content word masked, a gold answer keeps only its function words "
+    "(\"the [UNK] of [UNK]\"), which match any such span of the passage once masks earn no credit, and the "
+    "original answer's words are no longer in the passage (its own span, masked, scores 17.5 F1 against the "
+    "original answers on the SQuAD dev set); scoring the predicted position against the original text "
+    "(Sugawara et al., 2020) would need answer offsets, which ExpMRC predictions do not carry")
 
 
 def _locate(context: str, text: str, start) -> tuple[int, int] | None:
@@ -29,11 +46,6 @@ def _locate(context: str, text: str, start) -> tuple[int, int] | None:
     return None if best is None else (best, best + len(text))
 
 
-def _informative(text: str) -> bool:
-    """Does the (possibly masked) answer keep a token the scorer counts, other than [UNK]?"""
-    return bool(expmrc.normalize_tokens(expmrc.mixed_segmentation(text.replace(UNK, " "))))
-
-
 def _check_span_gold(gold: dict) -> None:
     if expmrc.task_kind(gold) != expmrc.SPAN:
         raise ValueError("skill variants need a span-extraction gold (SQuAD / CMRC 2018 layout)")
@@ -41,8 +53,11 @@ def _check_span_gold(gold: dict) -> None:
 
 
 def _result(skill, status, gold=None, n_items=0, n_changed=0, n_dropped=0, note="", counts=None) -> dict:
+    if status == OK and skill in METHODS:  # the fallback is named where the variant is shown
+        note = f"{note}. Method: {METHODS[skill]}"
     return {"skill": skill, "status": status, "gold": gold, "n_items": n_items, "n_changed": n_changed,
-            "n_dropped": n_dropped, "note": note, "counts": counts or {}, "public": None}
+            "n_dropped": n_dropped, "note": note, "counts": counts or {}, "public": None,
+            "method": METHODS.get(skill, "")}
 
 
 def build_variant(gold: dict, skill: str, *, language: str = EN, seed: int = 0,
@@ -69,6 +84,8 @@ def _check_arguments(gold: dict, language: str) -> None:
 def _variant(gold: dict, skill: str, language: str, seed: int, translation_models, analyses: Analyses) -> dict:
     if language not in SKILLS[skill]["languages"]:
         return _result(skill, NOT_APPLICABLE, note=f"{skill} is defined for English passages only")
+    if skill == "s3":
+        return _result(skill, NOT_APPLICABLE, note=S3_NOT_APPLICABLE)
     if skill == "s6":
         resolved = resolve_translation(translation_models)
         if isinstance(resolved, str):
@@ -88,12 +105,15 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
               "dropped_answer_not_found": 0, "answers_rewritten": 0, "answers_masked": 0, "answers_lost": 0,
               "answers_not_found": 0}
     data, public_data = [], []
+    lengths: dict[str, int] = {}  # question id -> tokens of its first located gold answer
+    changed: set[str] = set()
     for article in gold["data"]:
         new_paragraphs, public_paragraphs = [], []
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             context_analysis = analyses.passage(context, language)
             grouped: dict[str, list[dict]] = {}
+            masks: dict[str, list] = {}
             public_grouped: dict[str, list[dict]] = {}
             for qa in paragraph["qas"]:
                 counts["questions"] += 1
@@ -118,6 +138,7 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                 if not located:
                     counts["dropped_answer_not_found"] += 1
                     continue
+                lengths[qa["id"]] = _answer_length(context_analysis, located[0])
                 span_map = SpanMap(perturbation.context_edits, new_starts)
                 answers, n_lost = [], 0
                 for k, (s, e) in enumerate(located):
@@ -134,7 +155,7 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                     if ne <= ns:
                         counts["answers_not_found"] += 1
                         continue
-                    if skill in MASKING_SKILLS and UNK in text and not _informative(text):
+                    if skill in MASKING_SKILLS and UNK in text and not informative(text):
                         counts["answers_masked"] += 1
                         continue
                     if text != texts[k]:
@@ -147,12 +168,18 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                 counts["kept"] += 1
                 if new_context != context or new_question != qa["question"]:
                     counts["changed"] += 1
+                    changed.add(qa["id"])
                 new_qa = {"id": qa["id"], "question": new_question, "answers": answers,
                           "evidences": list(qa.get("evidences", []))}
                 grouped.setdefault(new_context, []).append(new_qa)
+                if skill in MASKING_SKILLS:  # where each mask is and what it hides (scored by position)
+                    masks[new_context] = [[new_starts[k], new_starts[k] + len(edit.text), context[edit.start:edit.end]]
+                                          for k, edit in enumerate(perturbation.context_edits) if edit.text == UNK]
             for new_context, qas in grouped.items():
                 new_paragraph = {"id": paragraph["id"]} if "id" in paragraph else {}
                 new_paragraph.update({"context": new_context, "qas": qas})
+                if new_context in masks:
+                    new_paragraph["masks"] = masks[new_context]
                 new_paragraphs.append(new_paragraph)
             for new_context, qas in public_grouped.items():
                 public_paragraph = {"id": paragraph["id"]} if "id" in paragraph else {}
@@ -162,11 +189,22 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
             data.append({"title": article.get("title", ""), "paragraphs": new_paragraphs})
         if public_paragraphs:
             public_data.append({"title": article.get("title", ""), "paragraphs": public_paragraphs})
-    dropped = counts["dropped_answer_masked"] + counts["dropped_answer_lost"] + counts["dropped_answer_not_found"]
+    if skill in LENGTH_BALANCED:
+        kept_ids = {qa["id"] for article in data for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+        removed = balance_answer_lengths(lengths, kept_ids, language=language, seed=seed, skill=skill)
+        if removed:
+            data = _without(data, removed)
+            counts["kept"] -= len(removed)
+            counts["changed"] -= len(removed & changed)
+            counts["dropped_length_balance"] = len(removed)
+    dropped = (counts["dropped_answer_masked"] + counts["dropped_answer_lost"] + counts["dropped_answer_not_found"]
+               + counts.get("dropped_length_balance", 0))
     note = (f"{counts['kept']} of {counts['questions']} questions kept, {counts['changed']} perturbed; "
             f"{dropped} dropped ({counts['dropped_answer_masked']} with every gold answer masked, "
             f"{counts['dropped_answer_lost']} with every gold answer broken up, "
-            f"{counts['dropped_answer_not_found']} with no gold answer found in the passage); "
+            f"{counts['dropped_answer_not_found']} with no gold answer found in the passage"
+            + (f", {counts['dropped_length_balance']} to keep every answer length equally often"
+               if "dropped_length_balance" in counts else "") + "); "
             f"gold answers: {counts['answers_rewritten']} re-written, {counts['answers_masked']} removed as masked, "
             f"{counts['answers_lost']} removed as broken up, "
             f"{counts['answers_not_found']} not found in the original passage")
@@ -176,6 +214,58 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
     result = _result(skill, OK, variant, counts["kept"], counts["changed"], dropped, note, counts)
     result["public"] = {"version": gold["version"], "skill": skill, "data": public_data}
     return result
+
+
+def _answer_length(analysis, span: tuple[int, int]) -> int:
+    """Tokens of the passage that a gold answer span overlaps (words; Chinese: characters)."""
+    start, end = span
+    return sum(1 for s, e in analysis.tokens if s < end and start < e) or 1
+
+
+def _bucket(length: int, language: str) -> int:
+    edges = LENGTH_BUCKETS[language]
+    return sum(1 for edge in edges if length >= edge)
+
+
+def balance_answer_lengths(lengths: Mapping[str, int], kept: set[str], *, language: str, seed: int,
+                           skill: str) -> set[str]:
+    """The kept questions to drop so that every answer-length bucket keeps the same share of its
+    questions (s4 loses long answers more often than short ones: without this the kept set
+    would lean towards short answers). The share is the lowest bucket's (buckets of at least
+    ``MIN_BUCKET`` questions decide it; smaller buckets are brought to it too); within a
+    bucket the questions kept are those whose sha256(seed, id, skill) comes first, so the
+    choice is deterministic and depends on the gold only through which answers survived."""
+    totals: dict[int, list[str]] = {}
+    for key, length in lengths.items():
+        totals.setdefault(_bucket(length, language), []).append(key)
+    rates = {b: sum(k in kept for k in keys) / len(keys) for b, keys in totals.items()}
+    deciding = [rate for b, rate in rates.items() if len(totals[b]) >= MIN_BUCKET] or list(rates.values())
+    if not deciding:
+        return set()
+    target = min(deciding)
+    removed: set[str] = set()
+    for b, keys in totals.items():
+        survivors = sorted((k for k in keys if k in kept), key=lambda k: _rank(seed, k, skill))
+        quota = min(len(survivors), math.floor(target * len(keys) + 0.5))
+        removed.update(survivors[quota:])
+    return removed
+
+
+def _rank(seed: int, key: str, skill: str) -> bytes:
+    return hashlib.sha256(f"{seed}\x1f{key}\x1f{skill}/balance".encode()).digest()
+
+
+def _without(data: list[dict], removed: set[str]) -> list[dict]:
+    out = []
+    for article in data:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            qas = [qa for qa in paragraph["qas"] if qa["id"] not in removed]
+            if qas:
+                paragraphs.append({**paragraph, "qas": qas})
+        if paragraphs:
+            out.append({**article, "paragraphs": paragraphs})
+    return out
 
 
 def build_all(gold: dict, *, language: str = EN, seed: int = 0, translation_models: Mapping | None = None,

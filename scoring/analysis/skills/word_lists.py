@@ -1,10 +1,13 @@
 """The word lists and tables of the skills, read once at import from ``scoring/resources/skills``:
 NLTK's 179 English stop words, the word lists of InDepth-Eva-MRC's skill code
 (``skill_word_lists.json``), the WordNet 3.0 adjective antonyms, and the short hand-made lists
-that stand in for a POS tagger or a segmenter (s1, s7, s8, s13)."""
+that stand in for a POS tagger or a segmenter (s1, s7, s8, s9, s13), with the word classes of
+``lemminflect``'s bundled lexicon (:func:`word_classes`: which parts of speech a word can have,
+out of context)."""
 from __future__ import annotations
 
 import csv
+import functools
 import json
 
 from scoring import RESOURCES_DIR
@@ -97,3 +100,78 @@ def _read_antonyms() -> tuple[dict[str, str], frozenset[str]]:
 
 
 DIRECT_ANTONYMS, ADJECTIVE_LEMMAS = _read_antonyms()
+
+
+# s9 without a tagger (see s9 in scoring.analysis.skills.perturbations): a demonstrative is a
+# pronoun when what follows cannot continue a noun phrase: punctuation or the end, an auxiliary
+# or a form of "be"/"have"/"do", a preposition, a conjunction, a relative ("those who"), a few
+# adverbs, or a word that can only be a verb ("these include").
+PRONOUN_FOLLOWERS = frozenset({
+    "is", "was", "are", "were", "be", "been", "being", "'s", "'re", "has", "have", "had", "having", "will",
+    "would", "can", "could", "shall", "should", "may", "might", "must", "do", "does", "did", "'ll", "'d", "'ve",
+    "of", "in", "on", "at", "for", "with", "by", "from", "to", "into", "as", "about", "than", "after", "before",
+    "during", "under", "over", "through", "without", "within", "between", "against", "among", "like", "via",
+    "and", "or", "but", "nor", "yet", "who", "whom", "whose", "which", "also", "alone", "too", "only",
+})
+# "that" before such a word is a demonstrative pronoun only where a clause can start: after
+# nothing, punctuation, a conjunction, a preposition or a form of "be"/"do" ("and that was",
+# "like that", "is that"). After a noun it is a relative pronoun ("the team that won").
+THAT_PRONOUN_AFTER = frozenset({
+    "and", "or", "but", "nor", "so", "yet", "because", "while", "although", "though", "since", "if", "when",
+    "whereas", "of", "in", "on", "at", "for", "with", "by", "from", "to", "into", "as", "about", "than", "like",
+    "after", "before", "under", "over", "through", "without", "despite", "is", "was", "are", "were", "be", "been",
+    "do", "does", "did", "done", "'s", "all",
+})
+# s1: verbs after which an adjective is predicative ("was open", "became larger").
+LINKING_VERBS = frozenset({
+    "is", "was", "are", "were", "be", "been", "being", "'s", "'re", "become", "becomes", "became", "becoming",
+    "remain", "remains", "remained", "seem", "seems", "seemed", "appear", "appears", "appeared", "stay", "stays",
+    "stayed", "prove", "proved", "proves", "look", "looks", "looked", "sound", "sounds", "sounded", "feel",
+    "feels", "felt", "grow", "grew", "grown", "get", "gets", "got",
+})
+# s1: degree adverbs, after which a word is an adjective (or an adverb of degree) ("very old").
+DEGREE_ADVERBS = frozenset({
+    "very", "so", "too", "quite", "rather", "fairly", "extremely", "highly", "relatively", "increasingly",
+    "particularly", "especially", "less", "least", "more", "most", "much", "far", "even", "still", "slightly",
+    "somewhat", "largely", "mostly", "fully", "equally", "completely", "entirely", "generally", "sufficiently",
+})
+# s1: what may follow a predicative adjective ("was open to", "is free of", "remained small.").
+AFTER_PREDICATIVE = frozenset({
+    "and", "or", "but", "nor", "than", "to", "of", "for", "in", "on", "at", "with", "from", "about", "as", "by",
+    "enough", "because", "since", "when", "while", "if", "that",
+})
+
+# s4 (English): a phrase unit starts at one of these words (unless the word before it starts a
+# unit too, so "in the" stays together): prepositions, subordinators, relatives, auxiliaries and
+# modals, "to"; and at a determiner or possessive. Not at "of", "and", "or", which mostly join
+# the parts of one noun phrase ("the Colony of Victoria", "heat and pressure").
+PHRASE_OPENERS = frozenset({
+    "in", "on", "at", "for", "with", "by", "from", "to", "into", "onto", "as", "about", "than", "after",
+    "before", "during", "under", "over", "through", "without", "within", "between", "against", "among", "like",
+    "via", "since", "until", "upon", "across", "around", "behind", "beyond", "near", "throughout", "toward",
+    "towards", "despite", "but", "nor", "yet", "because", "while", "although", "though", "if",
+    "when", "where", "whereas", "unless", "who", "whom", "whose", "which", "that", "is", "was", "are", "were",
+    "be", "been", "being", "has", "have", "had", "will", "would", "can", "could", "shall", "should", "may",
+    "might", "must", "do", "does", "did",
+})
+DETERMINERS = frozenset({
+    "the", "a", "an", "this", "that", "these", "those", "its", "their", "his", "her", "our", "my", "your",
+    "some", "many", "several", "each", "every", "no", "any", "all", "both", "most", "such",
+})
+
+
+@functools.cache
+def _lemminflect():
+    import lemminflect  # noqa: PLC0415  (loads its bundled tables, ~0.3 s: only when s1 or s9 is built)
+
+    return lemminflect
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def word_classes(lower: str) -> frozenset[str]:
+    """The universal parts of speech a lower-cased word can have in lemminflect's lexicon, out of
+    context (``{"ADJ", "NOUN"}`` for "old"); empty for an unknown word or a non-word."""
+    if not lower.isalpha():
+        return frozenset()
+    return frozenset(pos for pos, lemmas in _lemminflect().getAllLemmas(lower).items() if lemmas)
+
