@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
+from scoring import stats
 from scoring.strict_json import InvalidJson, loads_json
 
 EXIT_INVALID_INPUT = 2
@@ -202,7 +204,56 @@ def build_parser() -> argparse.ArgumentParser:
     quackie.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
                          help="largest accepted score file (default: 50 MiB)")
     quackie.set_defaults(run=_run_quackie)
+
+    linguistic = scorers.add_parser(
+        "linguistic", help="linguistic bias of ExpMRC span answers: F1 per subset, corrected score, permutation p")
+    linguistic.add_argument("gold", metavar="GOLD.json", help="ExpMRC span test set (SQuAD / CMRC 2018 layout)")
+    linguistic.add_argument("predictions", metavar="PRED.json", help='{"<key>": {"answer": ..., "evidence": ...}}')
+    linguistic.add_argument("--language", choices=("en", "zh"),
+                            help="properties and tokenisation (default: zh for a CMRC 2018 set, else en)")
+    linguistic.add_argument("--permutations", type=int, default=2000,
+                            help="shuffles per property for the p-values (default: 2000)")
+    linguistic.add_argument("--min-bin-size", type=int, default=10,
+                            help="smallest subset in the corrected score and its test (default: 10)")
+    linguistic.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
+                            help="largest accepted prediction file (default: 50 MiB)")
+    linguistic.set_defaults(run=_run_linguistic)
+    _add_skills_parser(scorers)
+    _add_compare_parser(scorers)
     return parser
+
+
+def _add_skills_parser(scorers) -> None:
+    """``skills build`` / ``skills score``: InDepth-Eva-MRC skill variants, built and scored as the server does."""
+    skills = scorers.add_parser("skills", help="skill variants s1-s14 (InDepth-Eva-MRC): build them, score a "
+                                               "skills submission")
+    commands = skills.add_subparsers(dest="skills_command", required=True, metavar="COMMAND")
+    build = commands.add_parser("build", help="write each variant's public inputs and gold; summary on stdout")
+    build.add_argument("gold", metavar="GOLD.json", help="ExpMRC span test set (SQuAD / CMRC 2018 layout)")
+    build.add_argument("--out", required=True, metavar="DIR", help="folder for <skill>.inputs.json, <skill>.gold.json")
+    score = commands.add_parser("score", help="original F1 and per-skill F1, gap, 95% CI (as the server)")
+    score.add_argument("gold", metavar="GOLD.json", help="ExpMRC span test set (SQuAD / CMRC 2018 layout)")
+    score.add_argument("submission", metavar="SKILLS.json", help='{"original": {...}, "s1": {...}, ...}')
+    for command in (build, score):
+        command.add_argument("--language", choices=("en", "zh"),
+                             help="passage language (default: zh for a CMRC 2018 set, else en)")
+        command.set_defaults(run=_run_skills)
+
+
+def _run_skills(args: argparse.Namespace) -> int:
+    # NLTK, the word lists and lemminflect load only for this sub-command.
+    from scoring.analysis.skills import command  # noqa: PLC0415
+
+    try:
+        if args.skills_command == "build":
+            result = command.build(args.gold, args.out, args.language)
+        else:
+            result = command.score(args.gold, args.submission, args.language)
+    except command.SkillsInputError as exc:
+        raise CliError(str(exc)) from None
+    sys.stdout.buffer.write((json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+    sys.stdout.flush()
+    return 0
 
 
 def _run_quackie(args: argparse.Namespace) -> int:
@@ -213,6 +264,124 @@ def _run_quackie(args: argparse.Namespace) -> int:
     except quackie.InvalidQuackieInput as exc:
         raise CliError(str(exc)) from None
     print(quackie.summary_line(result))
+    return 0
+
+
+def _run_linguistic(args: argparse.Namespace) -> int:
+    """The linguistic-bias part of the server's span diagnostics (public split: no pooling of
+    small subsets), on each question's answer F1 from the ExpMRC scorer."""
+    # NLTK (and jieba for Chinese) load only for this sub-command.
+    from scoring.analysis import linguistic  # noqa: PLC0415
+    from scoring.metrics import expmrc  # noqa: PLC0415
+
+    if args.permutations < 1:
+        raise CliError("--permutations must be at least 1")
+    if args.min_bin_size < 2:
+        raise CliError("--min-bin-size must be at least 2")
+    gold = _read_json_file(args.gold, "gold file")
+    try:
+        spec = expmrc.key_spec(gold)
+    except expmrc.InvalidGold as exc:
+        raise CliError(f"invalid gold file {args.gold}: {exc}") from None
+    if spec.kind != expmrc.SPAN:
+        raise CliError(f"gold file {args.gold} is a multiple-choice set: the linguistic bias needs span answers "
+                       "(SQuAD or CMRC 2018 layout)")
+    try:
+        raw = Path(args.predictions).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read prediction file {args.predictions}: {exc.strerror or exc}") from None
+    try:
+        predictions = expmrc.parse_predictions(raw, spec, max_bytes=args.max_bytes)
+    except expmrc.InvalidPredictions as exc:
+        raise CliError(f"invalid prediction file {args.predictions}: {exc}") from None
+    score = expmrc.score_predictions(gold, predictions)
+    language = args.language or ("zh" if "cmrc2018" in gold["version"] else "en")
+    items = [{**item, "f1": question["answer"]}
+             for item, question in zip(linguistic.expmrc_span_items(gold), score.per_question)]
+    result = linguistic.linguistic_bias(items, language=language, n_permutations=args.permutations,
+                                        min_bin_size=args.min_bin_size)
+    if score.unanswered:
+        print(f"unanswered: {score.unanswered}", file=sys.stderr)
+    document = {"version": score.version, "file": args.predictions, "total": score.total,
+                "unanswered": score.unanswered, "answer_f1": score.answer, "linguistic_bias": result}
+    sys.stdout.buffer.write((json.dumps(document, ensure_ascii=False) + "\n").encode("utf-8"))
+    sys.stdout.flush()
+    return 0
+
+
+def _add_compare_parser(scorers) -> None:
+    """``compare``: several ExpMRC prediction files ranked as a leaderboard ranks them."""
+    compare = scorers.add_parser("compare", help="rank ExpMRC prediction files as a leaderboard does: scores, "
+                                                 "95%% CIs, significance tiers, paired tests (one JSON document)")
+    compare.add_argument("gold", metavar="GOLD.json", help="ExpMRC test set (SQuAD/CMRC 2018/RACE+/C3 layout)")
+    compare.add_argument("predictions", metavar="PRED.json", nargs="+", help="two or more prediction files")
+    compare.add_argument("--bootstrap-resamples", type=int, default=stats.DEFAULT_BOOTSTRAP_RESAMPLES,
+                         help="resamples of the CIs (default: %(default)s, as the server)")
+    compare.add_argument("--tier-resamples", type=int, default=stats.DEFAULT_TIER_RESAMPLES,
+                         help="sign flips of the paired tests (default: %(default)s, as the server)")
+    compare.add_argument("--max-bytes", type=int, default=50 * 1024 * 1024,
+                         help="largest accepted prediction file (default: 50 MiB)")
+    compare.set_defaults(run=_run_compare)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    """Scores (0-100), 95% CIs (``stats.bootstrap_cis``, seed 0), rank (primary metric overall F1,
+    ties share a rank: 1, 2, 2, 4), tier (``stats.significance_tiers`` on per-question overall
+    F1, seed 0) and the paired p-value of every pair, as the server computes them."""
+    from scoring.metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the ExpMRC sub-commands)
+
+    if len(args.predictions) < 2:
+        raise CliError("compare needs at least two prediction files")
+    repeated = next((path for path in args.predictions if args.predictions.count(path) > 1), None)
+    if repeated is not None:
+        raise CliError(f"prediction file {repeated} is given twice")
+    for option in ("bootstrap_resamples", "tier_resamples"):
+        if getattr(args, option) < 1:
+            raise CliError(f"--{option.replace('_', '-')} must be at least 1")
+    gold = _read_json_file(args.gold, "gold file")
+    try:
+        spec = expmrc.key_spec(gold)
+    except expmrc.InvalidGold as exc:
+        raise CliError(f"invalid gold file {args.gold}: {exc}") from None
+    scores = []
+    for path in args.predictions:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise CliError(f"cannot read prediction file {path}: {exc.strerror or exc}") from None
+        try:
+            scores.append(expmrc.score_predictions(gold, expmrc.parse_predictions(raw, spec, max_bytes=args.max_bytes)))
+        except expmrc.InvalidPredictions as exc:
+            raise CliError(f"invalid prediction file {path}: {exc}") from None
+    # The server's metric keys (submissions/scorers.py): multiple choice has answer accuracy.
+    columns = {"answer_acc" if spec.kind == expmrc.MULTICHOICE else "answer_f1": "answer",
+               "evidence_f1": "evidence", "overall_f1": "overall"}
+    order = sorted(range(len(scores)), key=lambda i: -scores[i].overall)  # stable: ties keep the given order
+    systems = []
+    for position, i in enumerate(order, start=1):
+        score = scores[i]
+        tied = position > 1 and score.overall == scores[order[position - 2]].overall
+        per_item = {key: [100.0 * row[field] for row in score.per_question] for key, field in columns.items()}
+        intervals = stats.bootstrap_cis(per_item, n_resamples=args.bootstrap_resamples, seed=0)
+        systems.append({
+            "file": args.predictions[i],
+            "scores": {key: getattr(score, field) for key, field in columns.items()},
+            "ci": {key: list(bounds) if all(math.isfinite(b) for b in bounds) else None
+                   for key, bounds in intervals.items()},
+            "rank": systems[-1]["rank"] if tied else position,
+            "total": score.total,
+            "unanswered": score.unanswered,
+        })
+    overall = [[row["overall"] for row in scores[i].per_question] for i in order]
+    tiers = stats.significance_tiers(overall, alpha=stats.TIER_ALPHA, n_resamples=args.tier_resamples, seed=0)
+    for system, tier in zip(systems, tiers):
+        system.update(tier)
+    paired = [{"a": systems[a]["file"], "b": systems[b]["file"],
+               "p_value": stats.paired_test(overall[a], overall[b], n_resamples=args.tier_resamples, seed=0)}
+              for a in range(len(systems)) for b in range(a + 1, len(systems))]
+    document = {"systems": systems, "paired": paired, "procedure": stats.TIER_PROCEDURE}
+    sys.stdout.buffer.write((json.dumps(document, ensure_ascii=False) + "\n").encode("utf-8"))
+    sys.stdout.flush()
     return 0
 
 

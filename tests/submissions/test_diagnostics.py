@@ -281,3 +281,41 @@ def test_upgrade_forgets_diagnostics_stored_before_pooling_and_the_reaper_recomp
     assert compute_diagnostics(sub.pk) == DiagnosticsStatus.DONE
     groups = list(published_groups(Submission.objects.get(pk=sub.pk).diagnostics))
     assert groups and all(n >= min_group for _, _, n in groups)
+
+
+def test_upgrade_recomputes_cue_tables_against_the_prior_and_then_the_entries_icq_tests(
+        django_capture_on_commit_callbacks):
+    import importlib
+
+    from django.apps import apps
+
+    from benchmark import jobs
+    from benchmark.models import TestSet
+    from benchmark.tasks import discover_cues
+    from submissions import diagnostics
+    from tests.factories import fixture_gold, make_task
+
+    task = make_task("expmrc-race")
+    test_set_id = task.current_test_set().pk
+    discover_cues(test_set_id)
+    sub = submit_predictions(user=make_user(), task=task, method_name="m",
+                             uploaded_file=upload_file(perfect_predictions(fixture_gold("expmrc-race"))))
+    score_submission(sub.pk)
+    compute_diagnostics(sub.pk)
+
+    importlib.import_module("benchmark.migrations.0009_rediscover_cues_against_the_prior") \
+        .queue_cue_discovery_again(apps, None)
+    importlib.import_module("submissions.migrations.0008_recompute_diagnostics_with_nulls") \
+        .forget_diagnostics_without_nulls(apps, None)
+    assert TestSet.objects.get(pk=test_set_id).diagnostics["icq"]["status"] == "queued"
+    assert Submission.objects.get(pk=sub.pk).diagnostics == {}
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert jobs.reap_stuck()["cue_discoveries_resent"] == 1  # no heartbeat: sent on the next pass
+        assert diagnostics.reap_stuck()["diagnostics_resent"] == 1
+    assert len(sent) == 2
+    discover_cues(test_set_id)
+    cues = TestSet.objects.get(pk=test_set_id).diagnostics["icq"]["cues"]
+    assert all("cueness_published" in cue and "prior" in cue for cue in cues)
+    compute_diagnostics(sub.pk)
+    icq = Submission.objects.get(pk=sub.pk).diagnostics["icq"]
+    assert icq["applicable"] is True and all("p_value" in row for row in icq["accuracy_test"])
