@@ -185,6 +185,7 @@ class ReportedResult(models.Model):
     scores = models.JSONField(help_text='e.g. {"answer_f1": 91.3, "evidence_f1": 92.9, "overall_f1": 84.7}')
     source = models.CharField(max_length=300, help_text="Where the number comes from.")
     url = models.URLField(blank=True)
+    note = models.TextField(blank=True, help_text="Shown beside the row: how the number differs from ours.")
     date = models.DateField(null=True, blank=True)
     order = models.PositiveIntegerField(default=0)
 

@@ -221,6 +221,12 @@ def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> None:
                   "key_spec": {"kind": "interpretation", "keys": [s["id"] for s in included]}})
 
 
+# The published SmoothGrad rows were produced by a variant of the official interpreter that
+# crashes as committed, so they cannot be reproduced; ours follows the committed code.
+SMOOTHGRAD_NOTE = ("Published by the QUACKIE authors from a SmoothGrad variant that does not run as committed in "
+                   "their code; ExpBench's SmoothGrad baseline follows the committed code, so its numbers may differ.")
+
+
 def load_published_results(path: str | Path) -> dict[tuple[str, str], Task]:
     """The official QUACKIE leaderboard (results.json) as reported rows, one board per
     (dataset, classifier); they take no submissions."""
@@ -243,6 +249,7 @@ def load_published_results(path: str | Path) -> dict[tuple[str, str], Task]:
             defaults={"team": "QUACKIE leaderboard", "order": order,
                       "scores": {"iou": row["IoU"], "hpd": row["HPD"], "snr": row["SNR"]},
                       "source": "QUACKIE official leaderboard (gh-pages results.json, commit 766d17d)",
+                      "note": SMOOTHGRAD_NOTE if row["method"].startswith("SmoothGrad") else "",
                       "url": row["info"] if str(row.get("info", "")).startswith("http") else ""})
     return boards
 

@@ -13,6 +13,7 @@ class LeaderboardRowSerializer(serializers.Serializer):
     reported = serializers.BooleanField()
     kind = serializers.CharField()
     source = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a declared field, not Field.source
+    note = serializers.CharField(allow_blank=True, required=False, help_text="how a reported number differs from ours")
     submission_id = serializers.IntegerField(allow_null=True)
     tier = serializers.IntegerField(allow_null=True, help_text="significance tier (1 = top); null for reported rows")
     fails = serializers.IntegerField(allow_null=True, required=False, help_text="QUACKIE: samples that failed")

@@ -42,24 +42,37 @@ def _per_question_json(score) -> str:
     return json.dumps(summary, ensure_ascii=False)[:-1] + ', "per_question": [\n' + lines + "\n]}\n"
 
 
+def _expmrc_gold(path: str):
+    """(gold, key spec) of an ExpMRC gold file, or one clear error line."""
+    from scoring.metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the sub-commands that score)
+
+    gold = _read_json_file(path, "gold file")
+    try:
+        return gold, expmrc.key_spec(gold)
+    except expmrc.InvalidGold as exc:
+        raise CliError(f"invalid gold file {path}: {exc}") from None
+
+
+def _expmrc_predictions(path: str, spec, max_bytes: int) -> dict:
+    """A validated ExpMRC prediction file, or one clear error line naming the file."""
+    from scoring.metrics import expmrc  # noqa: PLC0415  (as above)
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read prediction file {path}: {exc.strerror or exc}") from None
+    try:
+        return expmrc.parse_predictions(raw, spec, max_bytes=max_bytes)
+    except expmrc.InvalidPredictions as exc:
+        raise CliError(f"invalid prediction file {path}: {exc}") from None
+
+
 def _run_expmrc(args: argparse.Namespace) -> int:
     # Each sub-command imports its own scorer: NLTK, jieba and lemminflect load only when needed.
     from scoring.metrics import expmrc  # noqa: PLC0415
 
-    gold = _read_json_file(args.gold, "gold file")
-    try:
-        spec = expmrc.key_spec(gold)
-    except expmrc.InvalidGold as exc:
-        raise CliError(f"invalid gold file {args.gold}: {exc}") from None
-    try:
-        raw = Path(args.predictions).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read prediction file {args.predictions}: {exc.strerror or exc}") from None
-    try:
-        predictions = expmrc.parse_predictions(raw, spec, max_bytes=args.max_bytes)
-    except expmrc.InvalidPredictions as exc:
-        raise CliError(f"invalid prediction file {args.predictions}: {exc}") from None
-    score = expmrc.score_predictions(gold, predictions)
+    gold, spec = _expmrc_gold(args.gold)
+    score = expmrc.score_predictions(gold, _expmrc_predictions(args.predictions, spec, args.max_bytes))
     if args.per_question:
         try:
             Path(args.per_question).write_text(_per_question_json(score), encoding="utf-8")
@@ -278,23 +291,11 @@ def _run_linguistic(args: argparse.Namespace) -> int:
         raise CliError("--permutations must be at least 1")
     if args.min_bin_size < 2:
         raise CliError("--min-bin-size must be at least 2")
-    gold = _read_json_file(args.gold, "gold file")
-    try:
-        spec = expmrc.key_spec(gold)
-    except expmrc.InvalidGold as exc:
-        raise CliError(f"invalid gold file {args.gold}: {exc}") from None
+    gold, spec = _expmrc_gold(args.gold)
     if spec.kind != expmrc.SPAN:
         raise CliError(f"gold file {args.gold} is a multiple-choice set: the linguistic bias needs span answers "
                        "(SQuAD or CMRC 2018 layout)")
-    try:
-        raw = Path(args.predictions).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read prediction file {args.predictions}: {exc.strerror or exc}") from None
-    try:
-        predictions = expmrc.parse_predictions(raw, spec, max_bytes=args.max_bytes)
-    except expmrc.InvalidPredictions as exc:
-        raise CliError(f"invalid prediction file {args.predictions}: {exc}") from None
-    score = expmrc.score_predictions(gold, predictions)
+    score = expmrc.score_predictions(gold, _expmrc_predictions(args.predictions, spec, args.max_bytes))
     language = args.language or ("zh" if "cmrc2018" in gold["version"] else "en")
     items = [{**item, "f1": question["answer"]}
              for item, question in zip(linguistic.expmrc_span_items(gold), score.per_question)]
@@ -338,21 +339,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     for option in ("bootstrap_resamples", "tier_resamples"):
         if getattr(args, option) < 1:
             raise CliError(f"--{option.replace('_', '-')} must be at least 1")
-    gold = _read_json_file(args.gold, "gold file")
-    try:
-        spec = expmrc.key_spec(gold)
-    except expmrc.InvalidGold as exc:
-        raise CliError(f"invalid gold file {args.gold}: {exc}") from None
-    scores = []
-    for path in args.predictions:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise CliError(f"cannot read prediction file {path}: {exc.strerror or exc}") from None
-        try:
-            scores.append(expmrc.score_predictions(gold, expmrc.parse_predictions(raw, spec, max_bytes=args.max_bytes)))
-        except expmrc.InvalidPredictions as exc:
-            raise CliError(f"invalid prediction file {path}: {exc}") from None
+    gold, spec = _expmrc_gold(args.gold)
+    scores = [expmrc.score_predictions(gold, _expmrc_predictions(path, spec, args.max_bytes))
+              for path in args.predictions]
     # The server's metric keys (submissions/scorers.py): multiple choice has answer accuracy.
     columns = {"answer_acc" if spec.kind == expmrc.MULTICHOICE else "answer_f1": "answer",
                "evidence_f1": "evidence", "overall_f1": "overall"}

@@ -145,6 +145,21 @@ def test_published_boards_hold_the_official_rows_as_reported(tmp_path):
     assert Task.objects.get(slug=task.slug).metric_decimals == 2
 
 
+def test_published_smoothgrad_rows_carry_a_note_that_ours_differ(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps([
+        {"dataset": "SQuAD", "classifier": "QA", "method": "SmoothGrad_5_sum", "IoU": 80.0, "HPD": 85.0, "SNR": 9.0,
+         "info": ""},
+        {"dataset": "SQuAD", "classifier": "QA", "method": "Random", "IoU": 24.64, "HPD": 40.28, "SNR": 36.0,
+         "info": ""},
+    ]))
+    task = quackie_tracks.load_published_results(results)[("SQuAD", "QA")]
+    rows = {r["method"]: r for r in APIClient().get(f"/api/tasks/{task.slug}/leaderboard/").json()["rows"]}
+    assert rows["SmoothGrad_5_sum"]["note"] == quackie_tracks.SMOOTHGRAD_NOTE and rows["Random"]["note"] == ""
+    page = APIClient().get(f"/tasks/{task.slug}/").content.decode()
+    assert page.count('class="small reported-note"') == 1 and "does not run as committed" in page
+
+
 # --------------------------------------------------------------------------- extreme scores
 
 def walk_numbers(value):
