@@ -40,11 +40,10 @@ SUBSETS = (("squad", "en"), ("cmrc2018", "zh"))
 sys.path.insert(0, str(REPO))
 
 from scoring.analysis import skills  # noqa: E402  (after the path set-up above)
-from scoring.analysis.skills.edits import SpanMap, apply_edits
 from scoring.analysis.skills.perturbations import BUILDERS, Question
 from scoring.analysis.skills.randomness import question_rng
 from scoring.analysis.skills.text import analyse
-from scoring.analysis.skills.variants import _locate
+from scoring.analysis.skills.variants import _locate, carried_text
 from scoring.metrics import expmrc
 
 # Skills whose perturbation carries any span of the passage (masking, substitution, question only).
@@ -65,24 +64,6 @@ def _questions(gold):
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 yield paragraph["context"], qa
-
-
-def _carry(context, qa, skill, span, seed=0):
-    """The text that a span of the original passage becomes in the variant (None if the
-    perturbation breaks it up), as the build carries a gold answer."""
-    question = Question(id=qa["id"], context=analyse(context, "en"),
-                        question=analyse(qa["question"], "en", split_sentences=False), answers=[span],
-                        rng=question_rng(seed, qa["id"], skill), language="en")
-    perturbation = BUILDERS[skill](question)
-    new_context, new_starts = apply_edits(context, perturbation.context_edits)
-    if 0 in perturbation.lost:
-        return None
-    if 0 in perturbation.placed:
-        edit_index, offset = perturbation.placed[0]
-        start = new_starts[edit_index] + offset
-        return new_context[start:start + span[1] - span[0]]
-    span_map = SpanMap(perturbation.context_edits, new_starts)
-    return new_context[span_map.start(span[0]):span_map.end(span[1])]
 
 
 def audit(gold, predictions, dump=None) -> dict:
@@ -108,7 +89,7 @@ def audit(gold, predictions, dump=None) -> dict:
             entry = predictions[qa["id"]]
             # Where the system found its answer: the occurrence nearest the first gold answer.
             span = _locate(context, entry["answer"], qa["answers"][0]["answer_start"])
-            text = entry["answer"] if span is None else _carry(context, qa, skill, span)
+            text = entry["answer"] if span is None else carried_text(context, qa, skill, span)
             carried[qa["id"]] = {"answer": entry["answer"] if text is None else text, "evidence": entry["evidence"]}
         variant_f1[skill] = {q["key"]: q["answer"] for q in score(results[skill]["gold"], carried).per_question}
     gaps = skills.skill_gaps(original, variant_f1, seed=0)

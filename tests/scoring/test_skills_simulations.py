@@ -6,10 +6,8 @@ causal, hypothetical and logical words), with answers that the masking skills pa
 import pytest
 
 from scoring.analysis.skills import OK, SKILLS, UNK, build_all, score_variant, skill_gaps
-from scoring.analysis.skills.edits import SpanMap, apply_edits
-from scoring.analysis.skills.perturbations import BUILDERS, Question
-from scoring.analysis.skills.randomness import question_rng
-from scoring.analysis.skills.text import analyse
+from scoring.analysis.skills.perturbations import BUILDERS
+from scoring.analysis.skills.variants import carried_text
 from scoring.metrics import expmrc
 
 NAMES = ["Anna", "Bruno", "Chen", "Dora", "Emil", "Farah", "Goran", "Hana"]
@@ -54,24 +52,6 @@ def questions(gold):
                 yield paragraph["context"], qa
 
 
-def carry(context, qa, skill, span):
-    """The text a span of the original passage becomes in the skill's variant (None when the
-    perturbation breaks it up): what a system that finds the same span on the variant returns."""
-    question = Question(id=qa["id"], context=analyse(context, "en"),
-                        question=analyse(qa["question"], "en", split_sentences=False), answers=[span],
-                        rng=question_rng(0, qa["id"], skill), language="en")
-    perturbation = BUILDERS[skill](question)
-    new_context, new_starts = apply_edits(context, perturbation.context_edits)
-    if 0 in perturbation.lost:
-        return None
-    if 0 in perturbation.placed:
-        edit_index, offset = perturbation.placed[0]
-        start = new_starts[edit_index] + offset
-        return new_context[start:start + span[1] - span[0]]
-    span_map = SpanMap(perturbation.context_edits, new_starts)
-    return new_context[span_map.start(span[0]):span_map.end(span[1])]
-
-
 def predicted_span(context, qa, k):
     """An imperfect system: the gold span, one word longer or shorter on either side, by item."""
     start = qa["answers"][0]["answer_start"]
@@ -108,7 +88,7 @@ def test_the_gold_spans_carried_through_each_variant_show_no_gap(variants):
     for skill, result in variants.items():
         def texts(context, qa, skill=skill):
             start = qa["answers"][0]["answer_start"]
-            carried = carry(context, qa, skill, (start, start + len(qa["answers"][0]["text"])))
+            carried = carried_text(context, qa, skill, (start, start + len(qa["answers"][0]["text"])))
             return qa["answers"][0]["text"] if carried is None else carried
         variant_f1[skill] = per_item(score_variant(result["gold"], answers(GOLD, texts)))
     gaps = skill_gaps(original, variant_f1, seed=0)
@@ -133,7 +113,7 @@ def test_imperfect_spans_masked_the_same_way_show_no_gap(variants):
     variant_f1 = {}
     for skill in ("s1", "s2", "s7", "s8", "s9", "s9p", "s10", "s11", "s12", "s13", "s14"):
         def texts(context, qa, skill=skill):
-            return carry(context, qa, skill, predicted_span(context, qa, index[qa["id"]]))
+            return carried_text(context, qa, skill, predicted_span(context, qa, index[qa["id"]]))
         variant_f1[skill] = per_item(score_variant(variants[skill]["gold"], answers(GOLD, texts)))
     for skill, gap in skill_gaps(original, variant_f1, seed=0).items():
         assert abs(gap["gap"]) < 1.0 and gap["ci_low"] <= 0.0 <= gap["ci_high"], (skill, gap)

@@ -69,6 +69,21 @@ class SpanMap:
         return offset + self.shift[k + 1]
 
 
+def carry_span(perturbation: Perturbation, new_starts: Sequence[int], span_map: SpanMap, index: int,
+               span: tuple[int, int]) -> tuple[int, int] | None:
+    """Where answer ``index`` (``span`` in the original passage) stands in the perturbed passage:
+    at the offset the perturbation placed it, else its boundaries carried through the edits;
+    None when the perturbation broke it up."""
+    if index in perturbation.lost:
+        return None
+    start, end = span
+    if index in perturbation.placed:
+        edit_index, offset = perturbation.placed[index]
+        new_start = new_starts[edit_index] + offset
+        return new_start, new_start + (end - start)
+    return span_map.start(start), span_map.end(end)
+
+
 def mask_tokens(analysis: Text, token_indices: Iterable[int]) -> list[Edit]:
     return [Edit(*analysis.tokens[i], UNK) for i in sorted(set(token_indices))]
 

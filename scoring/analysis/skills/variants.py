@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from scoring.analysis.skills.back_translation import back_translations, describe, resolve_translation, s6_factory
 from scoring.analysis.skills.catalogue import EN, NOT_APPLICABLE, NOT_CONFIGURED, OK, SKILLS, UNK, ZH
-from scoring.analysis.skills.edits import SpanMap, apply_edits
+from scoring.analysis.skills.edits import SpanMap, apply_edits, carry_span
 from scoring.analysis.skills.perturbations import BUILDERS, MASKING_SKILLS, METHODS, Question
 from scoring.analysis.skills.randomness import question_rng
 from scoring.analysis.skills.scorer import informative
@@ -44,6 +44,20 @@ def _locate(context: str, text: str, start) -> tuple[int, int] | None:
             best = position
         position = context.find(text, position + 1)
     return None if best is None else (best, best + len(text))
+
+
+def carried_text(context: str, qa: dict, skill: str, span: tuple[int, int], *, seed: int = 0,
+                 language: str = EN) -> str | None:
+    """The text that ``span`` of the original passage becomes in ``skill``'s variant, as the
+    build carries a gold answer (None when the perturbation breaks it up): what a system that
+    finds the same span on the variant returns."""
+    question = Question(id=qa["id"], context=analyse(context, language),
+                        question=analyse(qa["question"], language, split_sentences=False), answers=[span],
+                        rng=question_rng(seed, qa["id"], skill), language=language)
+    perturbation = BUILDERS[skill](question)
+    new_context, new_starts = apply_edits(context, perturbation.context_edits)
+    carried = carry_span(perturbation, new_starts, SpanMap(perturbation.context_edits, new_starts), 0, span)
+    return None if carried is None else new_context[carried[0]:carried[1]]
 
 
 def _check_span_gold(gold: dict) -> None:
@@ -141,16 +155,12 @@ def _build(gold: dict, skill: str, builder, *, language: str, seed: int, analyse
                 lengths[qa["id"]] = _answer_length(context_analysis, located[0])
                 span_map = SpanMap(perturbation.context_edits, new_starts)
                 answers, n_lost = [], 0
-                for k, (s, e) in enumerate(located):
-                    if k in perturbation.lost:
+                for k, span in enumerate(located):
+                    carried = carry_span(perturbation, new_starts, span_map, k, span)
+                    if carried is None:
                         n_lost += 1
                         continue
-                    if k in perturbation.placed:
-                        edit_index, offset = perturbation.placed[k]
-                        ns = new_starts[edit_index] + offset
-                        ne = ns + (e - s)
-                    else:
-                        ns, ne = span_map.start(s), span_map.end(e)
+                    ns, ne = carried
                     text = new_context[ns:ne]
                     if ne <= ns:
                         counts["answers_not_found"] += 1
