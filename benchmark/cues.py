@@ -57,8 +57,7 @@ def discover(test_set: TestSet, top_k: int = 20, attempt: int | None = None) -> 
     claims the job whatever its state."""
     state = CUE_DISCOVERY.state
     if attempt is None:
-        attempt = state.change(test_set.pk, lambda part: {**part, "status": JobStatus.RUNNING,
-                                                          "attempts": part.get("attempts", 0) + 1})["attempts"]
+        attempt = state.take(test_set.pk)
     task = test_set.task
     test = instances_of(test_set)
     reference_set = TestSet.objects.filter(task=task, split=TestSet.REFERENCE, is_current=True).first()

@@ -10,7 +10,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core.jobs import ColumnState, Job, JobStatus
@@ -162,8 +161,7 @@ def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[
 
     samples = InterpretationSet.objects.only("samples").get(pk=track.interpretation_set_id).samples
     if attempt is None:
-        Track.objects.filter(pk=track.pk).update(status=JobStatus.RUNNING, attempts=F("attempts") + 1)
-        attempt = Track.objects.values_list("attempts", flat=True).get(pk=track.pk)
+        attempt = INCLUSION.state.take(track.pk)
     INCLUSION.state.heartbeat(track.pk, attempt, done=0, total=len(samples), error="")
     kind = track.hosted_model.kind
     model = load_hosted_model(track.hosted_model.path, kind,

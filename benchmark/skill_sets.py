@@ -34,8 +34,7 @@ def build(test_set: TestSet, log: Callable[[str], None] | None = None, attempt: 
         raise ValueError(f"{test_set.task.slug}: skill sets are built for span-extraction tasks only")
     state = SKILL_BUILD.state
     if attempt is None:
-        attempt = state.change(test_set.pk, lambda part: {**part, "status": JobStatus.RUNNING,
-                                                          "attempts": part.get("attempts", 0) + 1})["attempts"]
+        attempt = state.take(test_set.pk)
     state.heartbeat(test_set.pk, attempt, done=0, total=len(skills.SKILLS), seconds=None)
     gold = TestSet.objects.only("gold").get(pk=test_set.pk).gold
     started = time.perf_counter()

@@ -95,6 +95,17 @@ class JobState:
         """Failed with ``note``, if still as seen."""
         raise NotImplementedError
 
+    def claim(self, pk: int, *, whatever_state: bool = False) -> int | None:
+        """queued -> running; the attempt number now owning the job, or None (nothing queued)."""
+        raise NotImplementedError
+
+    def take(self, pk: int) -> int:
+        """A run started by hand (a management command) claims the job whatever its state."""
+        attempt = self.claim(pk, whatever_state=True)
+        if attempt is None:
+            raise LookupError(f"no job row {pk} to take")
+        return attempt
+
 
 State = TypeVar("State", bound=JobState)
 
@@ -163,11 +174,14 @@ class ColumnState(JobState):
         return bool(self._rows().filter(pk=pk).update(**{
             self.status: JobStatus.QUEUED, self.beat: timezone.now(), self.attempts: 0, **fields}))
 
-    def claim(self, pk: int) -> int | None:
-        """queued -> running; the attempt number now owning the job, or None."""
-        claimed = self._rows().filter(pk=pk, **{self.status: JobStatus.QUEUED}).update(**{
-            self.status: JobStatus.RUNNING, self.beat: timezone.now(), self.attempts: F(self.attempts) + 1})
-        if not claimed:
+    def claim(self, pk: int, *, whatever_state: bool = False) -> int | None:
+        """queued -> running; the attempt number now owning the job, or None. ``whatever_state``:
+        a run started by hand (a management command) takes the job from any state."""
+        rows = self._rows().filter(pk=pk)
+        if not whatever_state:
+            rows = rows.filter(**{self.status: JobStatus.QUEUED})
+        if not rows.update(**{self.status: JobStatus.RUNNING, self.beat: timezone.now(),
+                              self.attempts: F(self.attempts) + 1}):
             return None
         return self.model._default_manager.filter(pk=pk).values_list(self.attempts, flat=True).first()
 
@@ -252,10 +266,11 @@ class JsonPartState(JobState):
     def schedule(self, pk: int, **fields: Any) -> dict | None:
         return self.write(pk, replace=True, status=JobStatus.QUEUED, attempts=0, **fields)
 
-    def claim(self, pk: int) -> int | None:
+    def claim(self, pk: int, *, whatever_state: bool = False) -> int | None:
+        """queued -> running, as :meth:`ColumnState.claim`."""
         part = self.change(pk, lambda part: {**part, "status": JobStatus.RUNNING,
                                              "attempts": part.get("attempts", 0) + 1}
-                           if part.get("status") == JobStatus.QUEUED else None)
+                           if whatever_state or part.get("status") == JobStatus.QUEUED else None)
         return None if part is None else part["attempts"]
 
     def _owned(self, attempt: int) -> Callable[[dict], bool]:
