@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scoring.cli_errors import assert_one_line_error
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = "tests/fixtures/expmrc"
 OFFICIAL_DATA = REPO.parent / "shared" / "data" / "expmrc"
@@ -16,14 +18,6 @@ def run(*args, cwd=REPO):
                           cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_prints_exactly_the_official_line_with_the_path_as_given():

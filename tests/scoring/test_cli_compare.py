@@ -9,6 +9,8 @@ import pytest
 
 from scoring import stats
 from scoring.metrics import expmrc
+from tests.factories import perfect_predictions
+from tests.scoring.cli_errors import assert_one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "benchmark" / "fixtures" / "expmrc"
@@ -25,20 +27,6 @@ def load(path):
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def perfect(gold):
-    """The first gold answer and evidence of every question."""
-    predictions = {}
-    for item in gold["data"]:
-        if "paragraphs" in item:
-            for paragraph in item["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    predictions[qa["id"]] = {"answer": qa["answers"][0]["text"], "evidence": qa["evidences"][0]}
-        else:
-            for j, letter in enumerate(item["answers"]):
-                predictions[f"{item['id']}-{j}"] = {"answer": letter, "evidence": item["evidences"][j][0]}
-    return predictions
-
-
 def spoil(predictions, keys, answer="zzz", evidence="zzz"):
     out = dict(predictions)
     for key in keys:
@@ -52,14 +40,6 @@ def write(tmp_path, name, content):
     return path
 
 
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def server_view(gold, predictions_in_rank_order):
@@ -75,7 +55,7 @@ def server_view(gold, predictions_in_rank_order):
 
 def test_one_json_document_ranked_like_a_board_with_the_server_numbers(tmp_path):
     gold = load(SQUAD)
-    best = perfect(gold)
+    best = perfect_predictions(gold)
     keys = list(best)
     files = {  # given out of order; two files tie
         "weak.json": spoil(best, keys[:2]),
@@ -126,7 +106,7 @@ def test_tiers_split_a_clearly_worse_file_on_a_larger_set(tmp_path):
                 qa["id"] = f"{qa['id']}-{copy_number}"
         gold["data"].append(article)
     gold_path = write(tmp_path, "gold.json", gold)
-    best = perfect(gold)
+    best = perfect_predictions(gold)
     keys = list(best)
     paths = [write(tmp_path, "best.json", best),
              write(tmp_path, "almost.json", spoil(best, keys[:1])),
@@ -143,7 +123,7 @@ def test_tiers_split_a_clearly_worse_file_on_a_larger_set(tmp_path):
 
 def test_multiple_choice_uses_the_servers_answer_accuracy_key(tmp_path):
     gold = load(RACE)
-    best = perfect(gold)
+    best = perfect_predictions(gold)
     wrong_letter = {key: {"answer": "D" if value["answer"] != "D" else "A", "evidence": value["evidence"]}
                     for key, value in best.items()}
     missing = dict(list(best.items())[1:])  # one question unanswered: scores 0, stays in the total
@@ -164,7 +144,7 @@ def test_multiple_choice_uses_the_servers_answer_accuracy_key(tmp_path):
                                      "bad gold", "bad option"])
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path, problem):
     gold = load(SQUAD)
-    good = write(tmp_path, "good.json", perfect(gold))
+    good = write(tmp_path, "good.json", perfect_predictions(gold))
     if problem == "one file":
         assert_one_line_error(run(SQUAD, good), "at least two prediction files")
     elif problem == "same file twice":

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scoring.cli_errors import assert_one_line_error
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = "tests/fixtures/icq"
 
@@ -22,15 +24,6 @@ def ok(result):
     return json.loads(result.stdout.decode("utf-8"))
 
 
-def assert_one_line_error(result, *fragments):
-    stderr = result.stderr.decode("utf-8")
-    assert result.returncode == 2, stderr
-    assert result.stdout == b""
-    assert "Traceback" not in stderr
-    lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_classification_profile_with_predictions():

@@ -8,6 +8,7 @@ import pytest
 
 from scoring.analysis.linguistic import expmrc_span_items, linguistic_bias
 from scoring.metrics import expmrc
+from tests.scoring.cli_errors import assert_one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "benchmark" / "fixtures" / "expmrc"
@@ -29,15 +30,6 @@ def document(result):
     return json.loads(text)
 
 
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2
-    assert result.stdout == b""
-    stderr = result.stderr.decode("utf-8")
-    assert "Traceback" not in stderr
-    lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), lines
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def in_process(gold_path, predictions_path, **options):

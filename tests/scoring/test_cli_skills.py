@@ -9,6 +9,7 @@ import pytest
 
 from scoring.analysis.skills import OK, SKILLS, UNK, build_all, score_variant, skill_gaps
 from scoring.metrics import expmrc
+from tests.scoring.cli_errors import assert_one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 SQUAD = REPO / "benchmark" / "fixtures" / "expmrc" / "expmrc-squad-dev.json"
@@ -21,13 +22,6 @@ def run(*args):
                           capture_output=True, text=True, timeout=120)
 
 
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2, result.stderr
-    assert result.stdout == "" and "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def questions(gold):
