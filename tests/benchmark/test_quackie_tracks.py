@@ -126,14 +126,20 @@ def test_builtin_baselines_run_as_code_through_the_sandbox(track):
     assert any(row["baseline"] and row["method"] == "Gradient_sum" for row in rows)
 
 
+RANDOM_ROW = {"dataset": "SQuAD", "classifier": "QA", "method": "Random", "IoU": 24.64, "HPD": 40.28, "SNR": 36.0,
+              "info": ""}
+
+
+def write_results(tmp_path, *rows):
+    """A published results.json holding ``rows`` (the Random row alone by default)."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(list(rows) or [RANDOM_ROW]))
+    return path
+
+
 def test_published_boards_hold_the_official_rows_as_reported(tmp_path):
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps([
-        {"dataset": "SQuAD", "classifier": "QA", "method": "Gradient_sum", "IoU": 91.12, "HPD": 93.01, "SNR": 35.5,
-         "info": "https://example.org/saliency"},
-        {"dataset": "SQuAD", "classifier": "QA", "method": "Random", "IoU": 24.64, "HPD": 40.28, "SNR": 36.0,
-         "info": ""},
-    ]))
+    results = write_results(tmp_path, {"dataset": "SQuAD", "classifier": "QA", "method": "Gradient_sum", "IoU": 91.12,
+                                       "HPD": 93.01, "SNR": 35.5, "info": "https://example.org/saliency"}, RANDOM_ROW)
     boards = quackie_tracks.load_published_results(results)
     task = boards[("SQuAD", "QA")]
     assert task.slug == "quackie-published-squad-qa" and not task.accepts_submissions
@@ -146,14 +152,8 @@ def test_published_boards_hold_the_official_rows_as_reported(tmp_path):
 
 
 def test_published_smoothgrad_rows_carry_a_note_that_ours_differ(tmp_path):
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps([
-        {"dataset": "SQuAD", "classifier": "QA", "method": "SmoothGrad_5_sum", "IoU": 80.0, "HPD": 85.0, "SNR": 9.0,
-         "info": ""},
-        {"dataset": "SQuAD", "classifier": "QA", "method": "Random", "IoU": 24.64, "HPD": 40.28, "SNR": 36.0,
-         "info": ""},
-    ]))
-    task = quackie_tracks.load_published_results(results)[("SQuAD", "QA")]
+    smoothgrad = {**RANDOM_ROW, "method": "SmoothGrad_5_sum", "IoU": 80.0, "HPD": 85.0, "SNR": 9.0}
+    task = quackie_tracks.load_published_results(write_results(tmp_path, smoothgrad, RANDOM_ROW))[("SQuAD", "QA")]
     rows = {r["method"]: r for r in APIClient().get(f"/api/tasks/{task.slug}/leaderboard/").json()["rows"]}
     assert rows["SmoothGrad_5_sum"]["note"] == quackie_tracks.SMOOTHGRAD_NOTE and rows["Random"]["note"] == ""
     page = APIClient().get(f"/tasks/{task.slug}/").content.decode()
@@ -380,13 +380,6 @@ def test_a_slug_taken_by_another_set_and_model_is_refused(tmp_path):
     with pytest.raises(ImportRefused, match="task quackie-published-squad-qa already exists and is not a QUACKIE"):
         quackie_tracks.create_track(squad, model)
     assert not hasattr(Task.objects.get(pk=published.pk), "track")
-
-
-def write_results(tmp_path):
-    path = tmp_path / "results.json"
-    path.write_text(json.dumps([{"dataset": "SQuAD", "classifier": "QA", "method": "Random", "IoU": 24.64,
-                                 "HPD": 40.28, "SNR": 36.0, "info": ""}]))
-    return path
 
 
 def test_a_new_version_of_the_set_moves_the_track_and_recomputes_its_inclusion(track, tmp_path):
