@@ -89,8 +89,8 @@ def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
         )
         cache.set(key, tiers, 3600)
     for row, tier in zip(ranked, tiers):
-        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"], p_vs_leader=tier.get("p_vs_leader"),
-                   p_adjusted=tier.get("p_adjusted"))
+        row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"], p_vs_leader=tier["p_vs_leader"],
+                   p_adjusted=tier["p_adjusted"])
 
 
 def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:

@@ -38,10 +38,6 @@ def claim_and_run(submission_id: int) -> str:
     return submission.status
 
 
-def sandbox_mode() -> str:
-    return settings.SANDBOX
-
-
 def public_samples(test_set: TestSet) -> list[dict[str, Any]]:
     """What the sandbox may see of each sample: exactly the public inputs (id, question,
     context and the frozen sentence list the scores must follow), never the ground truth."""
@@ -102,7 +98,7 @@ def protected_paths() -> list[Path]:
 
 def run(submission: Submission) -> bool:
     """Run a claimed code submission in the sandbox and store its QUACKIE scores."""
-    if sandbox_mode() == "none":
+    if settings.SANDBOX == "none":
         log.warning("SANDBOX=none: running submission %s WITHOUT a sandbox (development only)", submission.pk)
     track = submission.task.track
     samples = public_samples(submission.test_set)
@@ -110,7 +106,7 @@ def run(submission: Submission) -> bool:
                                    total_seconds=settings.SANDBOX_TOTAL_SECONDS)
     try:
         result = sandbox.run_interpreter(submission.file.path, track.hosted_model.path, track.hosted_model.kind,
-                                         samples, limits=limits, mode=sandbox_mode(),
+                                         samples, limits=limits, mode=settings.SANDBOX,
                                          progress=LeaseKeeper(submission), protected=protected_paths(),
                                          models_root=settings.EXPBENCH_MODELS_DIR)
     except LeaseLost as exc:

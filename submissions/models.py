@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from core.jobs import JobStatus  # noqa: F401  (diagnostics statuses; re-exported)
+from core.jobs import JobStatus
 
 
 class Status(models.TextChoices):
