@@ -187,8 +187,19 @@ class OneLineErrorParser(argparse.ArgumentParser):
         sys.exit(EXIT_INVALID_INPUT)
 
 
+# Optional dependencies of some sub-commands, and the extra of the ``expbench`` package that
+# installs them (pyproject.toml): the base install scores ExpMRC and QUACKIE with nltk and numpy.
+OPTIONAL_MODULES = {"jieba": "nlp", "lemminflect": "nlp", "vaderSentiment": "nlp", "symspellpy": "nlp"}
+
+
+def program_name() -> str:
+    """``expbench-score`` when run as the installed console script, else ``python -m scoring``."""
+    invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return invoked if invoked.startswith("expbench-score") else "python -m scoring"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="python -m scoring", description="ExpBench scorers.")
+    parser = OneLineErrorParser(prog=program_name(), description="ExpBench scorers.")
     scorers = parser.add_subparsers(dest="scorer", required=True, metavar="SCORER")
 
     expmrc = scorers.add_parser("expmrc", help="ExpMRC answer + evidence F1 (official eval_expmrc.py output)")
@@ -380,4 +391,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except CliError as exc:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    except ModuleNotFoundError as exc:
+        extra = OPTIONAL_MODULES.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(f"error: {args.scorer} needs the optional package {exc.name}: "
+              f"pip install 'expbench[{extra}]'", file=sys.stderr)
         return EXIT_INVALID_INPUT

@@ -2,9 +2,15 @@
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
 # gunicorn + two Celery workers (scoring; maintenance, models and sandbox) + Celery beat, demo data loaded.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
+# USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/venv.sh requirements.txt
+if [ -n "${USE_ACTIVE_ENV:-}" ]; then
+  # The Python environment already active (e.g. one with `pip install ".[server]"`): no .venv.
+  python -c "import django, celery" 2>/dev/null || { echo "USE_ACTIVE_ENV: this Python has no Django/Celery; pip install '.[server]' first" >&2; exit 2; }
+else
+  source scripts/venv.sh requirements.txt
+fi
 
 export OMP_WAIT_POLICY=PASSIVE
 HOST=${HOST:-127.0.0.1}
