@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from benchmark.api import BenchmarkViewSet, TaskViewSet
 from leaderboards import api as board_api
-from submissions.api import SubmissionViewSet, task_submissions
+from submissions.api import SubmissionViewSet, task_quota, task_submissions
 from submissions.views import submit
 
 router = DefaultRouter()
@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),
     path("api/tasks/<slug:slug>/leaderboard/", board_api.task_leaderboard, name="api-task-leaderboard"),
     path("api/tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
+    path("api/tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
     path("api/", include(router.urls)),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),

@@ -1,7 +1,10 @@
-from typing import Any
+import math
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
@@ -14,14 +17,40 @@ from benchmark.models import Task
 
 from . import intake
 from .models import Status, Submission
-from .serializers import SubmissionCreateSerializer, SubmissionSerializer, SubmissionUpdateSerializer
+from .serializers import (
+    QuotaSerializer,
+    SubmissionCreateSerializer,
+    SubmissionSerializer,
+    SubmissionUpdateSerializer,
+)
+
+
+def refusal_response(exc: intake.SubmissionRefused) -> Response:
+    """400/429/503 for an upload that could not be accepted. A quota refusal also says when to
+    retry: the ``Retry-After`` header (seconds) and the quota itself in the body."""
+    if not isinstance(exc, intake.QuotaExceeded):
+        return Response({"error": exc.message}, status=exc.status_code)
+    retry_after = max(1, math.ceil((exc.quota["resets_at"] - timezone.now()).total_seconds()))
+    body = {"error": exc.message, **QuotaSerializer(exc.quota).data}
+    return Response(body, status=exc.status_code, headers={"Retry-After": str(retry_after)})
+
+
+@extend_schema(summary="Your submission quota on a task today (UTC day)", responses={200: QuotaSerializer})
+@api_view(["GET"])
+@permission_classes([IsAuthenticated])
+def task_quota(request: Request, slug: str) -> Response:
+    """GET /api/tasks/{slug}/quota/: limit, used, remaining and when the count resets."""
+    task = get_object_or_404(Task, slug=slug)
+    user = cast(User, request.user)  # IsAuthenticated: never the anonymous user here
+    return Response({"task": task.slug, **QuotaSerializer(intake.quota_status(user, task)).data})
 
 
 @extend_schema(
     summary="Upload a prediction file",
     request={"multipart/form-data": SubmissionCreateSerializer},
     responses={201: SubmissionSerializer, 400: OpenApiResponse(description="invalid file or fields"),
-               429: OpenApiResponse(description="daily quota reached")},
+               429: OpenApiResponse(description="daily quota reached: a Retry-After header (seconds) and "
+                                                "the quota (limit, used, remaining, resets_at) in the body")},
 )
 @api_view(["POST"])
 @permission_classes([IsAuthenticated])
@@ -34,7 +63,7 @@ def task_submissions(request: Request, slug: str) -> Response:
         submission = intake.submit(user=request.user, task=task, uploaded_file=form.validated_data["file"],
                                                  **{k: v for k, v in form.validated_data.items() if k != "file"})
     except intake.SubmissionRefused as exc:
-        return Response({"error": exc.message}, status=exc.status_code)
+        return refusal_response(exc)
     if submission.status == Status.REJECTED:
         return Response(
             {"id": submission.pk, "status": submission.status, "error": submission.error_message,

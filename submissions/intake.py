@@ -36,8 +36,16 @@ class SubmissionRefused(Exception):
 
 
 class QuotaExceeded(SubmissionRefused):
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status_code=429)
+    """Today's quota is used up; ``quota`` is :func:`quota_status` at the moment of refusal, so the
+    API can say when to retry."""
+
+    def __init__(self, quota: dict[str, Any], task: Task) -> None:
+        super().__init__(
+            f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}. "
+            f"It resets at {quota['resets_at']:%Y-%m-%d %H:%M} UTC.",
+            status_code=429,
+        )
+        self.quota = quota
 
 
 def quota_for(task: Task) -> int:
@@ -135,10 +143,7 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
         Task.objects.select_for_update().get(pk=task.pk)
         quota = quota_status(user, task)
         if enforce_quota and quota["remaining"] <= 0:
-            raise QuotaExceeded(
-                f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}. "
-                f"It resets at {quota['resets_at']:%Y-%m-%d %H:%M} UTC."
-            )
+            raise QuotaExceeded(quota, task)
         submission.file.save(submission_upload_name(), ContentFile(raw), save=False)
         submission.save()
         lifecycle.mark_queued(submission)
@@ -179,7 +184,7 @@ def submit_code(*, user: User, task: Task, uploaded_file: UploadedFile, method_n
         Task.objects.select_for_update().get(pk=task.pk)
         quota = quota_status(user, task)
         if enforce_quota and quota["remaining"] <= 0:
-            raise QuotaExceeded(f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}.")
+            raise QuotaExceeded(quota, task)
         submission.file.save(uploaded_file.name or "interpreter.py", ContentFile(raw), save=False)
         submission.details = {"progress": {"done": 0, "total": test_set.n_items}}
         submission.save()

@@ -40,6 +40,15 @@ class SubmissionSerializer(serializers.ModelSerializer):
         return {"category": sub.error_category, "message": sub.error_message, "help": sub.error_help}
 
 
+class QuotaSerializer(serializers.Serializer):
+    """A user's daily quota on one task (``intake.quota_status``)."""
+
+    limit = serializers.IntegerField()
+    used = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    resets_at = serializers.DateTimeField()
+
+
 class SubmissionUpdateSerializer(serializers.ModelSerializer):
     class Meta:
         model = Submission

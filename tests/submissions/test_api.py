@@ -163,11 +163,30 @@ def test_daily_quota_counts_accepted_files_only(client, task, alice, settings):
         status=Status.FAILED, error_category=ErrorCategory.WORKER_LOST,
     )
     assert submit(client, "expmrc-squad", {}).status_code == 201
+    assert client.get("/api/tasks/expmrc-squad/quota/").json()["remaining"] == 0
     third = submit(client, "expmrc-squad", {})
     assert third.status_code == 429
-    assert "2 submissions per day" in third.json()["error"]
+    body = third.json()
+    assert "2 submissions per day" in body["error"]
+    assert (body["limit"], body["used"], body["remaining"]) == (2, 2, 0)
+    # Retry-After: the seconds until the UTC day ends (at most a day, at least one second)
+    assert 1 <= int(third["Retry-After"]) <= 86400
+    assert body["resets_at"].endswith("T00:00:00Z")
     assert intake.quota_status(alice, task)["remaining"] == 0
     assert platform_failure.status == Status.FAILED
+
+
+def test_quota_endpoint_counts_what_the_quota_counts(client, task, settings):
+    settings.SUBMISSIONS_PER_DAY = 3
+    assert client.get("/api/tasks/expmrc-squad/quota/").json() == {
+        "task": "expmrc-squad", "limit": 3, "used": 0, "remaining": 3,
+        "resets_at": intake.utc_day_bounds()[1].strftime("%Y-%m-%dT%H:%M:%SZ")}
+    assert submit(client, "expmrc-squad", {}).status_code == 201
+    assert submit(client, "expmrc-squad", b"not json").status_code == 400  # rejected: not counted
+    quota = client.get("/api/tasks/expmrc-squad/quota/").json()
+    assert (quota["used"], quota["remaining"]) == (1, 2)
+    assert APIClient().get("/api/tasks/expmrc-squad/quota/").status_code == 401
+    assert client.get("/api/tasks/no-such-task/quota/").status_code == 404
 
 
 def test_quota_is_per_user_and_per_task(client, task, settings):
