@@ -80,5 +80,39 @@ def discover(test_set: TestSet, top_k: int = 20, attempt: int | None = None) -> 
     return state.read(test_set.pk)
 
 
+# What of a stored cue row depends only on public data: the feature, its counts (features are
+# read from the public inputs), and the reference split's labels (training or public dev data).
+PUBLIC_CUE_FIELDS = ("feature", "value", "n_reference", "n_test", "reference_dist", "prior", "mse", "cue_label")
+
+HIDDEN_NO_REFERENCE_NOTE = (
+    "This task has no public reference split, so its cues could only be found from the hidden "
+    "split's own answers: the table is not shown, since a feature's right/wrong rates there would "
+    "tell which options are correct. Each entry's ICQ tests (pooled over cues) are on its page."
+)
+HIDDEN_COLUMNS_NOTE = (
+    "Columns computed from the hidden split's answers (S_f's labels, JSD and the cueness that "
+    "divides by it) are not shown, since per feature they would tell which options are correct; "
+    "rows are ordered by the reference split's skew (MSE) alone."
+)
+
+
+def public_cue_table(part: dict[str, Any], *, hidden: bool) -> dict[str, Any]:
+    """The stored ``icq`` part of a test set, reduced to what may be shown to anyone.
+
+    On a hidden split no per-feature statistic of the hidden answers is shown
+    (docs/diagnostics.md#hidden-splits-what-is-never-shown): rows keep the reference split's side only, and a
+    table found from the hidden split itself (no reference split) is not shown at all. A public
+    split (CheckList items, a public dev set) shows everything."""
+    if not hidden:
+        return {**part, "hidden": False}
+    public = {key: part[key] for key in ("status", "attempts", "n_test", "n_reference", "reference_version")
+              if key in part}
+    if part.get("status") == NO_REFERENCE:
+        return {**public, "hidden": True, "cues": [], "note": HIDDEN_NO_REFERENCE_NOTE}
+    rows = [{key: cue[key] for key in PUBLIC_CUE_FIELDS if key in cue} for cue in part.get("cues", [])]
+    rows.sort(key=lambda cue: (-cue.get("mse", 0.0), -cue.get("n_reference", 0), cue["feature"], cue["value"]))
+    return {**public, "hidden": True, "cues": rows, "note": f"{part.get('note', '')} {HIDDEN_COLUMNS_NOTE}".strip()}
+
+
 def fail(test_set: TestSet, attempt: int) -> None:
     CUE_DISCOVERY.state.finish(test_set.pk, attempt, JobStatus.FAILED, cues=[], note="Cue discovery failed.")

@@ -7,6 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from benchmark.cues import public_cue_table
 from benchmark.models import Benchmark, Task, TestSet
 from benchmark.skill_listing import skill_listing
 from core.jobs import WAITING
@@ -73,13 +74,14 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     """The stored ICQ cue discovery of a test set, ready for display (or None)."""
     part = ((test_set.diagnostics or {}) if test_set else {}).get("icq")
-    if not part:
+    if not part or test_set is None:
         return None
+    part = public_cue_table(part, hidden=test_set.is_hidden)
 
     def dist(d: dict[str, float]) -> str:
         return " · ".join(f"{label} {p:.2f}" for label, p in d.items())
 
-    rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue["test_dist"])}
+    rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue.get("test_dist") or {})}
             for cue in part.get("cues", [])]
     return {**part, "rows": rows, "prior_text": dist(rows[0].get("prior") or {}) if rows else ""}
 

@@ -68,6 +68,15 @@ def test_an_entry_is_scored_and_profiled_against_the_cues(nli_task):
     assert cue_part["status"] == "done" and cue_part["cues"]
     page = Client().get("/tasks/nli-small/").content.decode()
     assert 'id="cue-table"' in page
+    # The hidden split's side of each cue (S_f's labels, JSD, cueness) is not on the page.
+    assert "S<sub>f</sub> labels" not in page and ">JSD<" not in page and ">Cueness<" not in page
+    reference_texts = {" · ".join(f"{k} {v:.2f}" for k, v in cue["reference_dist"].items())
+                       for cue in cue_part["cues"]}
+    for cue in cue_part["cues"]:
+        test_text = " · ".join(f"{k} {v:.2f}" for k, v in cue["test_dist"].items())
+        if test_text not in reference_texts:
+            assert test_text not in page, cue
+    assert all(f">{cue['value']}<" in page for cue in cue_part["cues"])
 
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(make_user())}")
