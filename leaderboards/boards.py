@@ -55,17 +55,21 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
                 "baseline": sub.user.username == BASELINES_USERNAME,
             }
         )
-    # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first.
-    ranked.sort(key=lambda row: -float(row["scores"].get(metric) or 0.0))
+    # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first. An entry
+    # whose primary metric is undefined (a QUACKIE file where every sample failed) is listed
+    # last, without a rank or a tier: there is nothing to rank it by.
+    ranked.sort(key=lambda row: (row["scores"].get(metric) is None, -float(row["scores"].get(metric) or 0.0)))
+    unranked = [row for row in ranked if row["scores"].get(metric) is None]
+    ranked = ranked[:len(ranked) - len(unranked)]
     previous = None
     for position, row in enumerate(ranked, start=1):
         value = row["scores"].get(metric)
         row["rank"] = ranked[position - 2]["rank"] if value == previous else position
         previous = value
-    for row in pinned:
+    for row in pinned + unranked:
         row.update(tier=None, p_vs_above=None, p_vs_leader=None, p_adjusted=None)
     add_tiers(task, ranked)
-    return pinned + ranked
+    return pinned + ranked + unranked
 
 
 def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
@@ -116,7 +120,9 @@ def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[
     for (_, method), subs in per_system.items():
         if len(subs) < len(tasks):
             continue
-        per_task = {t.slug: subs[t.slug].scores[t.primary_metric] for t in tasks}
+        per_task = {t.slug: subs[t.slug].scores.get(t.primary_metric) for t in tasks}
+        if any(value is None for value in per_task.values()):
+            continue  # undefined on a task (every QUACKIE sample failed): no average to rank by
         ranked.append({"rank": None, "method": method, "team": subs[tasks[0].slug].team, "per_task": per_task,
                        "average": sum(per_task.values()) / len(tasks), "reported": False, "kind": "submission",
                        "submission_ids": {slug: sub.pk for slug, sub in subs.items()}})

@@ -86,6 +86,11 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     return {**part, "rows": rows, "prior_text": dist(rows[0].get("prior") or {}) if rows else ""}
 
 
+def csv_number(value: float | None) -> str:
+    """A score for the CSV: three decimals, or empty when undefined (e.g. SNR with no signal)."""
+    return "" if value is None else f"{value:.3f}"
+
+
 def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -98,9 +103,9 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
         ci = row["ci"] or {}
         writer.writerow(
             [row["rank"] or "", row["method"], row["team"], row["date"] or "", row["reported"], row["kind"]]
-            + [f"{row['scores'][k]:.3f}" if k in row["scores"] else "" for k in keys]
-            + [f"{ci[k][0]:.3f}" if k in ci else "" for k in keys]
-            + [f"{ci[k][1]:.3f}" if k in ci else "" for k in keys]
+            + [csv_number(row["scores"].get(k)) for k in keys]
+            + [csv_number((ci.get(k) or (None, None))[0]) for k in keys]
+            + [csv_number((ci.get(k) or (None, None))[1]) for k in keys]
             + [row["source"], row["url"]]
         )
     return response
