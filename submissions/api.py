@@ -109,7 +109,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
         form = SubmissionUpdateSerializer(submission, data=request.data, partial=True)
         form.is_valid(raise_exception=True)
         form.save()
-        return Response(SubmissionSerializer(submission).data)
+        return Response(SubmissionSerializer(submission, context={"request": request}).data)
 
     @extend_schema(request=None, responses=SubmissionSerializer)
     @action(detail=True, methods=["post"])
@@ -119,7 +119,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins
             intake.cancel(submission)
         except intake.SubmissionRefused as exc:
             return Response({"error": exc.message}, status=exc.status_code)
-        return Response(SubmissionSerializer(submission).data)
+        return Response(SubmissionSerializer(submission, context={"request": request}).data)
 
     @extend_schema(
         summary="Diagnostics of a scored submission (aggregates only; never per-question outcomes)",

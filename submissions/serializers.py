@@ -1,3 +1,5 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from benchmark.models import Task
@@ -33,6 +35,18 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
         ]
         read_only_fields = [f for f in fields if f not in ("method_name", "description", "url", "public")]
+
+    def to_representation(self, instance: Submission) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        owner = user is not None and (user.pk == instance.user_id or user.is_staff)
+        sandbox = (data.get("details") or {}).get("sandbox")
+        if not owner and isinstance(sandbox, dict) and "first_failures" in sandbox:
+            # Tracebacks of the submitter's own code: theirs (and the maintainers') to read only.
+            data["details"] = {**data["details"], "sandbox": {k: v for k, v in sandbox.items()
+                                                              if k != "first_failures"}}
+        return data
 
     def get_error(self, sub: Submission) -> dict | None:
         if not sub.error_category:

@@ -141,8 +141,18 @@ def test_the_first_failure_of_each_kind_is_shown_to_debug_with(api, track):
     example = sub.details["sandbox"]["first_failures"]["exception"]
     assert example["sample_id"] in sub.test_set.gold
     assert "RuntimeError: boom: " in example["detail"] and 'line 2, in interpret' in example["detail"]
-    page = APIClient().get(f"/submissions/{sub.pk}/").content.decode()
+    # The owner reads the tracebacks of their own code on the page and in the API; nobody else
+    # does, though the entry is public.
+    owner = Client()
+    owner.force_login(sub.user)
+    page = owner.get(f"/submissions/{sub.pk}/").content.decode()
     assert "RuntimeError: boom: " in page and "First <code>exception</code>" in page
+    assert "first_failures" in api.get(f"/api/submissions/{sub.pk}/").json()["details"]["sandbox"]
+    assert sub.public and sub.status == "scored"
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert "RuntimeError" not in page and "First <code>exception</code>" not in page and "Sandbox run" in page
+    shown = APIClient().get(f"/api/submissions/{sub.pk}/").json()["details"]["sandbox"]
+    assert "first_failures" not in shown and shown["sample_failures"] == sub.details["sandbox"]["sample_failures"]
 
 
 SEGFAULT_ON = '''
