@@ -135,6 +135,24 @@ def bootstrap_cis(
     return {name: result[name] for name in samples}  # input order
 
 
+def column_cis(keys: Sequence[str], item_rows: Sequence[Sequence[float | None]], *, n_resamples: int = 1000,
+               seed: int = 0, scale: float = 100.0) -> dict[str, list[float] | None]:
+    """95% CI of the mean of each column of ``item_rows`` (one row per item, one column per key),
+    on ``scale`` (100: the boards' 0-100 scale). Columns defined on every item share one resample
+    matrix; a column with undefined items (None: a QUACKIE fail, an undefined SNR) is resampled
+    over its defined items only, like its mean. No defined item, or an overflow: None."""
+    per_column = {key: [row[i] for row in item_rows] for i, key in enumerate(keys)}
+    complete = {key: [float(v) * scale for v in values if v is not None]
+                for key, values in per_column.items() if None not in values}
+    intervals: dict[str, tuple[float, float]] = dict(bootstrap_cis(complete, n_resamples=n_resamples, seed=seed))
+    for key, values in per_column.items():
+        if key not in complete:
+            defined = [float(v) * scale for v in values if v is not None]
+            intervals[key] = bootstrap_ci(defined, n_resamples=n_resamples, seed=seed)
+    return {key: list(bounds) if all(math.isfinite(b) for b in bounds) else None
+            for key, bounds in ((key, intervals[key]) for key in keys)}
+
+
 def _binary_scale(sample: np.ndarray) -> float | None:
     """s when every value is 0 or s and s occurs (s = 1, then 100), else None."""
     for scale in (1.0, 100.0):

@@ -2,7 +2,6 @@
 submission, parse and score it with its scorer, store the scores with their bootstrap CIs and
 schedule the diagnostics. (Interpreter code runs are in ``code_runs``.)"""
 import logging
-import math
 import time
 from collections.abc import Sequence
 
@@ -79,21 +78,9 @@ def _score_and_store(submission):
 
 
 def confidence_intervals(task: Task, item_rows: Sequence[Sequence[float | None]]) -> dict[str, list[float] | None]:
-    """95% bootstrap CI per metric (0-100 scale). Metrics defined on every item share one
-    resample matrix; a metric with undefined items (None, e.g. QUACKIE fails or an undefined
-    SNR) is resampled over its defined items only, like its mean."""
+    """95% bootstrap CI per metric on the 0-100 scale (``scoring.stats.column_cis``)."""
     keys = [key for key, _ in task.metric_columns]
-    per_metric = {key: [row[i] for row in item_rows] for i, key in enumerate(keys)}
-    complete = {k: [v * 100 for v in values]  # type: ignore[operator]  # None is not in these values
-                for k, values in per_metric.items() if None not in values}
-    resampled = stats.bootstrap_cis(complete, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
-    cis = {k: list(b) for k, b in resampled.items()}
-    for key, values in per_metric.items():
-        if key not in complete:
-            defined = [v * 100 for v in values if v is not None]
-            cis[key] = list(stats.bootstrap_ci(defined, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0))
-    # No defined item (NaN) or an overflow (inf): no interval (JSON null; jsonb refuses both).
-    return {key: bounds if all(math.isfinite(b) for b in bounds) else None for key, bounds in cis.items()}
+    return stats.column_cis(keys, item_rows, n_resamples=settings.BOOTSTRAP_RESAMPLES, seed=0)
 
 
 def rescore_stale_skill_entries(sender: object, test_set_id: int, **kwargs: object) -> int:
