@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + two Celery workers (scoring; maintenance, models and sandbox) + Celery beat, demo data loaded.
+# gunicorn + three Celery workers (scoring; maintenance and models; sandbox) + Celery beat, demo data loaded.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 # USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
 set -euo pipefail
@@ -32,13 +32,18 @@ trap stop INT TERM EXIT
 gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
   --access-logfile var/log/access.log --error-logfile - &
 pids+=($!)
-# Two workers: scores (and the reaper) never wait behind background work such as cue
+# Separate workers: scores (and the reaper) never wait behind background work such as cue
 # discovery, skill sets or diagnostics.
 celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
   --hostname "scoring@%h" --loglevel INFO &
 pids+=($!)
-celery -A config worker -Q maintenance,models,sandbox --concurrency 1 \
+celery -A config worker -Q maintenance,models --concurrency 1 \
   --hostname "background@%h" --loglevel INFO &
+pids+=($!)
+# Untrusted interpreter code gets a worker of its own: an hour-long code run never delays
+# cue discovery, skill builds or diagnostics.
+celery -A config worker -Q sandbox --concurrency 1 \
+  --hostname "sandbox@%h" --loglevel INFO &
 pids+=($!)
 celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO &
 pids+=($!)
@@ -47,5 +52,5 @@ echo
 echo "ExpBench is running at http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/docs/)"
 echo "Admin: python manage.py createsuperuser, then http://$HOST:$PORT/admin/   Stop with Ctrl-C."
 echo
-# Stop everything as soon as one of the three exits.
+# Stop everything as soon as one of them exits.
 wait -n "${pids[@]}"

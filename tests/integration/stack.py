@@ -99,9 +99,11 @@ class Stack:
         return self
 
     def start_workers(self):
-        """As scripts/run.sh: one worker for scoring (and the reaper), one for background work."""
+        """As scripts/run.sh: one worker for scoring (and the reaper), one for background work,
+        one for untrusted code."""
         self.start_worker("worker", queues="scoring")
-        return self.start_worker("background", queues="maintenance,models,sandbox", concurrency=1)
+        self.start_worker("background", queues="maintenance,models", concurrency=1)
+        return self.start_worker("sandbox", queues="sandbox", concurrency=1)
 
     def start_beat(self):
         self._spawn("beat", [PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",

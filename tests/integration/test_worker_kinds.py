@@ -142,7 +142,10 @@ def test_interpreter_code_run_by_the_sandbox_worker(embedded_stack, tiny_track):
     assert scored["details"]["sandbox"]["mode"] == "bwrap"
     assert scored["details"]["sandbox"]["sample_failures"] == {}
     assert scored["details"]["quackie"]["fails"] == 0
-    assert "submissions.tasks.run_code_submission" in embedded_stack.log_text("background")
+    # Untrusted code runs on its own worker, never on the one of the background jobs.
+    # (The task's name alone is in every worker's start-up list: look for a received message.)
+    assert "submissions.tasks.run_code_submission[" in embedded_stack.log_text("sandbox")
+    assert "submissions.tasks.run_code_submission[" not in embedded_stack.log_text("background")
 
 
 KILLER = b'''
@@ -173,7 +176,7 @@ def test_sandboxed_code_cannot_kill_the_worker_that_runs_it(embedded_stack, tiny
     slug, inputs = tiny_track
     token = embedded_stack.create_user("kim", "integration-pw-8")
     client = Client(embedded_stack.url, token)
-    worker = worker_processes(embedded_stack, "background")
+    worker = worker_processes(embedded_stack, "sandbox")
     assert len(worker) >= 2, worker  # the main process and its pool child
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -185,7 +188,7 @@ def test_sandboxed_code_cannot_kill_the_worker_that_runs_it(embedded_stack, tiny
     # Every SIGKILL was refused (other pid namespace, unprivileged uid), on every sample.
     assert scored["status"] == "scored", scored
     assert scored["details"]["sandbox"]["sample_failures"] == {}, scored["details"]["sandbox"]
-    assert worker_processes(embedded_stack, "background") == worker
+    assert worker_processes(embedded_stack, "sandbox") == worker
     for pid in worker:
         os.kill(pid, 0)
 
@@ -195,5 +198,5 @@ def test_sandboxed_code_cannot_kill_the_worker_that_runs_it(embedded_stack, tiny
     assert status == 201, body
     scored = embedded_stack.wait_for(body["id"], token, timeout=180)
     assert scored["status"] == "scored" and scored["details"]["progress"]["done"] == len(inputs), scored
-    assert worker_processes(embedded_stack, "background") == worker
-    assert "WorkerLostError" not in embedded_stack.log_text("background")
+    assert worker_processes(embedded_stack, "sandbox") == worker
+    assert "WorkerLostError" not in embedded_stack.log_text("sandbox")
