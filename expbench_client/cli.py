@@ -1,124 +1,188 @@
-"""Command-line client: python -m expbench_client {token,submit,status,leaderboard} ...
+"""The ``expbench`` command line (also ``python -m expbench_client``): argument parsing, and the
+one place where failures become a single ``error: ...`` line and an exit code."""
+from __future__ import annotations
 
-Server and token come from --url/--token or EXPBENCH_URL/EXPBENCH_TOKEN. Exit codes: 0 ok,
-1 the submission was rejected or failed, 2 bad usage or an HTTP error.
-"""
 import argparse
-import getpass
 import os
 import sys
-import time
 from pathlib import Path
+from typing import Any, NoReturn
 
-from .client import Client
+from . import __version__, config
+from .client import DEFAULT_RETRIES, Client, ServerUnreachable
+from .commands import COMMANDS
+from .context import Context
+from .errors import EXIT_CODES_HELP, CliError, ExitCode, unreachable_message
 
-TERMINAL = {"scored", "failed", "rejected", "cancelled"}
+STATUSES = ("uploaded", "queued", "running", "scored", "failed", "rejected", "cancelled")
 
-
-def fail(message, code=2):
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-def show_submission(body):
-    line = f"#{body['id']} {body['task']} {body['method_name']!r}: {body['status']}"
-    if body.get("scores"):
-        line += "  " + "  ".join(f"{k}={v:.3f}" for k, v in body["scores"].items())
-    print(line)
-    if body.get("error"):
-        print(f"  {body['error']['category']}: {body['error']['message']}")
-
-
-def wait(client, submission_id, timeout):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        status, body = client.submission(submission_id)
-        if status != 200:
-            fail(f"HTTP {status}: {body}")
-        if body["status"] != last:
-            print(f"  … {body['status']}", file=sys.stderr)
-            last = body["status"]
-        if body["status"] in TERMINAL:
-            return body
-        time.sleep(1)
-    fail(f"still {last} after {timeout} s; check again with: status {submission_id}")
+CONFIG_HELP = """\
+configuration (highest first):
+  --url / --token flags, then EXPBENCH_URL / EXPBENCH_TOKEN, then the config
+  file written by `login` ($EXPBENCH_CONFIG, else
+  $XDG_CONFIG_HOME/expbench/config.json, else ~/.config/expbench/config.json),
+  then the default URL http://127.0.0.1:8000. A saved token is sent only to
+  the server it was saved for. EXPBENCH_PASSWORD gives login its password."""
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m expbench_client", description="ExpBench API client")
-    parser.add_argument("--url", default=os.environ.get("EXPBENCH_URL", "http://127.0.0.1:8000"))
-    parser.add_argument("--token", default=os.environ.get("EXPBENCH_TOKEN"))
-    sub = parser.add_subparsers(dest="command", required=True)
-    token = sub.add_parser("token", help="get your API token")
+class Parser(argparse.ArgumentParser):
+    """Usage mistakes become one ``error:`` line and exit 2, like every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(ExitCode.USAGE, f"{message} (see: {self.prog} --help)")
+
+
+def program_name(argv0: str | None = None) -> str:
+    """What the user typed, so the commands the client suggests can be pasted as they are."""
+    name = Path(argv0 if argv0 is not None else (sys.argv[0] if sys.argv else "")).name
+    if name in ("", "__main__.py", "-c", "cli.py"):
+        return "python -m expbench_client"
+    return name
+
+
+def common_options(json_output: bool) -> Parser:
+    """Options accepted before or after the command (``expbench --url U tasks`` and ``expbench tasks
+    --url U``). SUPPRESS keeps a subcommand's absent option from hiding one given before it."""
+    common = Parser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS, help="server URL (default: see configuration below)")
+    common.add_argument("--token", default=argparse.SUPPRESS, help="API token (default: see configuration below)")
+    common.add_argument("--retries", type=non_negative, default=argparse.SUPPRESS, metavar="N",
+                        help=f"retries of a read on connection errors, with backoff (default {DEFAULT_RETRIES}; "
+                             "0 disables); uploads and changes are never retried")
+    if json_output:
+        common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                            help="print the server's JSON instead of a table")
+    return common
+
+
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def build_parser(prog: str = "expbench") -> Parser:
+    parser = Parser(prog=prog, description="Command-line client of an ExpBench server: tasks, inputs, submissions,\n"
+                                           "leaderboards, diagnostics. Standard library only.",
+                    epilog=f"{CONFIG_HELP}\n\n{EXIT_CODES_HELP}", parents=[common_options(json_output=True)],
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    reading = [common_options(json_output=True)]
+    writing = [common_options(json_output=False)]
+
+    def command(name: str, summary: str, *, reads: bool = True, aliases: tuple[str, ...] = ()) -> Any:
+        return sub.add_parser(name, help=summary, description=summary, aliases=list(aliases),
+                              parents=reading if reads else writing, epilog=f"{CONFIG_HELP}\n\n{EXIT_CODES_HELP}",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    login = command("login", "get a token (or check the one given with --token) and save it in the config file",
+                    reads=False)
+    login.add_argument("username", nargs="?", help="password from EXPBENCH_PASSWORD or a prompt")
+    command("logout", "remove the saved token", reads=False)
+    command("config", "show the server URL and where the token comes from", aliases=("whoami",))
+    token = command("token", "print a new API token for USERNAME (does not save it; see login)", reads=False)
     token.add_argument("username")
-    submit = sub.add_parser("submit", help="upload a prediction file")
-    submit.add_argument("task")
-    submit.add_argument("file", type=Path)
+
+    command("tasks", "list the tasks")
+    command("benchmarks", "list the benchmarks")
+    inputs = command("inputs", "download a task's public inputs (JSON, no answers)")
+    inputs.add_argument("task")
+    inputs.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+
+    submit = command("submit", "upload a prediction file (or interpreter code)")
+    submit.add_argument("task", help="task slug (see the tasks command)")
+    submit.add_argument("file", type=Path, help="the file to upload")
     submit.add_argument("--method", required=True, help="system name shown on the leaderboard")
-    submit.add_argument("--kind", choices=["predictions", "skills", "code"], default="predictions",
+    submit.add_argument("--kind", choices=["predictions", "skills", "code"],
                         help="predictions (default); skills: {original, s1, ...} for span tasks; "
-                             "code: an interpreter .py/.zip for QUACKIE tracks")
+                             "code: an interpreter .py/.zip for QUACKIE tracks (the default for .py and .zip files)")
     submit.add_argument("--description", default="")
     submit.add_argument("--link", default="", help="paper or code URL")
     submit.add_argument("--private", action="store_true", help="do not show on the public leaderboard")
-    submit.add_argument("--wait", action="store_true", help="wait until scored")
-    submit.add_argument("--timeout", type=int, default=600)
-    status = sub.add_parser("status", help="show a submission")
+    add_wait(submit, "wait until scored, showing progress")
+
+    listing = command("list", "list your submissions")
+    listing.add_argument("--task", help="only this task")
+    listing.add_argument("--status", choices=STATUSES, help="only this status")
+    status = command("status", "show one submission")
     status.add_argument("id", type=int)
-    status.add_argument("--wait", action="store_true")
-    status.add_argument("--timeout", type=int, default=600)
-    board = sub.add_parser("leaderboard", help="print a task's leaderboard")
-    board.add_argument("task")
-    args = parser.parse_args(argv)
-    client = Client(args.url, args.token)
-
-    if args.command == "token":
-        password = os.environ.get("EXPBENCH_PASSWORD") or getpass.getpass()
-        code, body = client.obtain_token(args.username, password)
-        if code != 200:
-            fail(f"HTTP {code}: {body}")
-        print(body["token"])
-        return 0
-    if args.command in ("submit", "status") and not args.token:
-        fail("no token: pass --token or set EXPBENCH_TOKEN (get one with: token USERNAME)")
-    if args.command == "submit":
-        try:
-            content = args.file.read_bytes()
-        except OSError as exc:
-            fail(f"cannot read {args.file}: {exc.strerror}")
-        code, body = client.submit(args.task, content, method_name=args.method, filename=args.file.name,
-                                   description=args.description, url=args.link, public=not args.private,
-                                   kind=args.kind)
-        if code == 400 and isinstance(body, dict) and "status" in body:
-            print(f"rejected: {body['error']}", file=sys.stderr)
-            return 1
-        if code != 201:
-            fail(f"HTTP {code}: {body}")
-        print(f"submitted #{body['id']} ({body['status']})")
-        if args.wait:
-            final = wait(client, body["id"], args.timeout)
-            show_submission(final)
-            return 0 if final["status"] == "scored" else 1
-        return 0
-    if args.command == "status":
-        if args.wait:
-            final = wait(client, args.id, args.timeout)
-        else:
-            code, final = client.submission(args.id)
-            if code != 200:
-                fail(f"HTTP {code}: {final}")
-        show_submission(final)
-        return 0 if final["status"] not in ("failed", "rejected") else 1
-    code, body = client.leaderboard(args.task)
-    if code != 200:
-        fail(f"HTTP {code}: {body}")
-    for row in body["rows"]:
-        scores = "  ".join(f"{v:7.3f}" for v in row["scores"].values())
-        tag = " (reported)" if row["reported"] else ""
-        print(f"{row['rank'] or '-':>4}  {scores}  {row['method']}{tag} — {row['team']}")
-    return 0
+    add_wait(status, "wait until it is finished, showing progress")
+    for name, summary in (("cancel", "withdraw a queued submission"),
+                          ("publish", "show a submission on the public leaderboard"),
+                          ("unpublish", "hide a submission from the public leaderboard")):
+        command(name, summary).add_argument("id", type=int)
+    command("diagnostics", "a scored submission's diagnostics").add_argument("id", type=int)
+    compare = command("compare", "two scored submissions side by side, with a paired significance test")
+    compare.add_argument("a", type=int)
+    compare.add_argument("b", type=int)
+    board = command("leaderboard", "a task's ranked leaderboard, or a benchmark's average board")
+    board.add_argument("task", nargs="?")
+    board.add_argument("--benchmark", metavar="SLUG", help="the average board of a benchmark instead")
+    command("quota", "your submissions left today on a task (UTC day)").add_argument("task")
+    return parser
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def add_wait(parser: argparse.ArgumentParser, summary: str) -> None:
+    parser.add_argument("--wait", action="store_true", help=summary)
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="SECONDS",
+                        help="give up waiting after this long (default 600); the submission keeps running")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code (see EXIT_CODES_HELP). Never raises."""
+    prog = program_name()
+    try:
+        args = build_parser(prog).parse_args(argv)
+        command = "config" if args.command == "whoami" else args.command
+        settings = config.resolve(flag_url=getattr(args, "url", None), flag_token=getattr(args, "token", None),
+                                  strict=command not in ("login", "logout", "config"))
+        if not settings.url.startswith(("http://", "https://")):
+            raise CliError(ExitCode.USAGE, f"the server URL {settings.url!r} (from {settings.url_source}) "
+                                           "must start with http:// or https://")
+        client = Client(settings.url, settings.token, retries=getattr(args, "retries", DEFAULT_RETRIES))
+        ctx = Context(settings, client, prog, bool(getattr(args, "json", False)), sys.stdout, sys.stderr, os.environ)
+        return int(COMMANDS[command](ctx, args))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else ExitCode.OK
+    except CliError as exc:
+        return report(exc)
+    except config.ConfigError as exc:
+        return report(CliError(ExitCode.USAGE, str(exc)))
+    except ServerUnreachable as exc:
+        return report(CliError(ExitCode.UNREACHABLE, unreachable_message(exc.url, exc.reason)))
+    except KeyboardInterrupt:
+        return report(CliError(ExitCode.INTERRUPTED, "stopped by Ctrl-C", prefix="interrupted"))
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) stopped reading: not a failure. Point stdout at /dev/null so
+        # Python's own flush at exit does not complain a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
+    except Exception as exc:  # a bug or an answer of an unexpected shape: still one line, no traceback
+        if os.environ.get("EXPBENCH_DEBUG"):
+            raise
+        return report(CliError(ExitCode.SERVER, f"unexpected {type(exc).__name__}: {exc} "
+                                                "(set EXPBENCH_DEBUG=1 to see where; please report it)"))
+
+
+def report(error: CliError) -> int:
+    try:
+        sys.stdout.flush()  # what was printed before the failure comes first
+    except OSError:
+        pass
+    print(error, file=sys.stderr)
+    return int(error.code)

@@ -1,35 +1,173 @@
 """A small HTTP client for the ExpBench API, standard library only (no Django), shared by the
-command-line client and the integration tests."""
+command-line client and the integration tests.
+
+HTTP error statuses are answers, not exceptions: every call returns the status and the decoded
+body. Only a server that cannot be reached raises, as :class:`ServerUnreachable`. Reads (GET)
+are retried with exponential backoff on connection errors and 5xx answers; writes never are, so
+a submission is never sent twice.
+"""
+from __future__ import annotations
+
+import gzip
+import http.client
 import json
+import mimetypes
+import socket
+import ssl
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+DEFAULT_TIMEOUT = 60.0
+# An upload is validated before the server answers; a large file takes longer than a read.
+UPLOAD_TIMEOUT = 600.0
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF = 0.5
+CHUNK = 64 * 1024
+RETRIED_METHODS = frozenset({"GET", "HEAD"})
 
 
-def encode_multipart(fields, files):
+class ServerUnreachable(ConnectionError):
+    """No HTTP answer: connection refused, DNS failure, timeout, or the connection broke.
+    ``maybe_sent`` is true when the request could have reached the server before that."""
+
+    def __init__(self, url: str, reason: str, *, maybe_sent: bool) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+        self.maybe_sent = maybe_sent
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any  # decoded JSON; the text itself when the answer is not JSON
+    headers: Mapping[str, str] = field(default_factory=dict)
+    is_json: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+def backoff_delays(retries: int, base: float = DEFAULT_BACKOFF) -> list[float]:
+    """Seconds to wait before each retry: base, 2 base, 4 base, ..."""
+    return [base * 2**attempt for attempt in range(max(0, retries))]
+
+
+def describe_connection_error(exc: BaseException) -> tuple[str, bool]:
+    """A short reason ("connection refused") and whether the request may have been received."""
+    reason: Any = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused", False
+    if isinstance(reason, socket.gaierror):
+        return "host name not found", False
+    if isinstance(reason, (TimeoutError, socket.timeout)):
+        return "timed out", True
+    if isinstance(reason, ConnectionResetError):
+        return "connection reset", True
+    if isinstance(reason, http.client.RemoteDisconnected):
+        return "the server closed the connection", True
+    if isinstance(reason, ssl.SSLError):
+        return f"TLS error: {reason.reason or reason}", False
+    if isinstance(reason, http.client.IncompleteRead):
+        return "the answer was cut off", True
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror.lower(), True
+    return str(reason) or type(reason).__name__, True
+
+
+def encode_multipart(fields: Mapping[str, str], files: Mapping[str, tuple[str, bytes]]) -> tuple[bytes, str]:
     """Body and content type for multipart/form-data. files: {name: (filename, bytes)}."""
     boundary = uuid.uuid4().hex
     parts = []
     for name, value in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{_quote(name)}"\r\n\r\n'.encode()
+                     + str(value).encode() + b"\r\n")
     for name, (filename, content) in files.items():
+        content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
         parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-            "Content-Type: application/json\r\n\r\n".encode() + content + b"\r\n"
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{_quote(name)}"; filename="{_quote(filename)}"\r\n'
+            f"Content-Type: {content_type}\r\n\r\n".encode() + content + b"\r\n"
         )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
+
+
+class BrokenDownload(Exception):
+    """Reading (or inflating) an answer failed part way."""
+
+
+def copy_answer(read: Callable[[int], bytes], sink: BinaryIO, *, gzipped: bool = False, expected: int | None = None,
+                on_chunk: Callable[[int, int | None], None] | None = None) -> int:
+    """Copy an answer into ``sink`` chunk by chunk, inflating gzip on the fly, so a 27 MB file is
+    never held in memory. Returns the bytes written. Reading problems raise BrokenDownload; a
+    write problem (disk full) is an OSError for the caller, since it is not the server's fault."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
+    received = written = 0
+    while True:
+        try:
+            chunk = read(CHUNK)
+            if inflater is None:
+                data = chunk
+            else:
+                data = inflater.decompress(chunk) if chunk else inflater.flush()
+        except (OSError, http.client.HTTPException) as exc:
+            raise BrokenDownload(describe_connection_error(exc)[0]) from None
+        except zlib.error:
+            raise BrokenDownload("the server sent gzip data that does not inflate") from None
+        sink.write(data)
+        written += len(data)
+        if not chunk:
+            break
+        received += len(chunk)
+        if on_chunk:
+            on_chunk(received, expected)
+    if inflater is not None and not inflater.eof:
+        raise BrokenDownload("the gzip stream ended early")
+    if expected is not None and received < expected:
+        raise BrokenDownload(f"{received} of {expected} bytes arrived")
+    return written
+
+
+def decode_body(raw: bytes, content_encoding: str | None) -> tuple[Any, bool]:
+    """(JSON value, True), or (text, False) when the answer is not JSON. An empty body is None."""
+    if content_encoding and content_encoding.lower() == "gzip":
+        raw = gzip.decompress(raw)
+    if not raw.strip():
+        return None, True
+    try:
+        return json.loads(raw), True
+    except ValueError:
+        return raw.decode("utf-8", errors="replace"), False
+
+
 class Client:
-    def __init__(self, base_url, token=None, timeout=60):
+    def __init__(self, base_url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT, *,
+                 retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep):
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
 
-    def request(self, method, path, *, json_body=None, fields=None, files=None, token=None):
-        """Returns (HTTP status, decoded JSON body or text). Never raises on HTTP errors."""
-        headers = {"Accept": "application/json"}
+    # low level ------------------------------------------------------------------------
+    def build(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
+              files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
+              query: Mapping[str, Any] | None = None) -> urllib.request.Request:
+        headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "expbench-client"}
         token = token or self.token
         if token:
             headers["Authorization"] = f"Token {token}"
@@ -39,33 +177,107 @@ class Client:
             headers["Content-Type"] = "application/json"
         elif fields is not None or files is not None:
             data, headers["Content-Type"] = encode_multipart(fields or {}, files or {})
-        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            body = error.read()
-            try:
-                return error.code, json.loads(body)
-            except ValueError:
-                return error.code, body.decode(errors="replace")
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        return urllib.request.Request(url, data=data, method=method, headers=headers)
 
-    def obtain_token(self, username, password):
+    def open(self, req: urllib.request.Request, timeout: float | None = None) -> Any:
+        """urlopen with the retry policy: returns an open response (2xx/3xx) or an HTTPError
+        carrying a 4xx/5xx answer; raises ServerUnreachable when there is no answer at all."""
+        retryable = req.get_method() in RETRIED_METHODS
+        delays = backoff_delays(self.retries, self.backoff) if retryable else []
+        for attempt in range(len(delays) + 1):
+            try:
+                return urllib.request.urlopen(req, timeout=timeout or self.timeout)
+            except urllib.error.HTTPError as error:
+                if error.code < 500 or attempt == len(delays):
+                    return error
+                error.close()
+                reason = f"HTTP {error.code}"
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                reason, maybe_sent = describe_connection_error(exc)
+                if attempt == len(delays):
+                    raise ServerUnreachable(self.base_url, reason, maybe_sent=maybe_sent) from None
+            self.sleep(delays[attempt])
+        raise AssertionError("unreachable: the loop returns or raises on its last attempt")
+
+    def call(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
+             files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
+             query: Mapping[str, Any] | None = None, timeout: float | None = None) -> Response:
+        req = self.build(method, path, json_body=json_body, fields=fields, files=files, token=token, query=query)
+        return self.read_all(self.open(req, timeout))
+
+    def read_all(self, answer: Any) -> Response:
+        """The whole answer of :meth:`open`, decoded."""
+        try:
+            raw = answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            reason, _ = describe_connection_error(exc)
+            raise ServerUnreachable(self.base_url, reason, maybe_sent=True) from None
+        finally:
+            answer.close()
+        # Header names are case-insensitive; one spelling ("Retry-After") makes lookups simple.
+        headers = {name.title(): value for name, value in answer.headers.items()} if answer.headers else {}
+        try:
+            body, is_json = decode_body(raw, headers.get("Content-Encoding"))
+        except (OSError, EOFError, zlib.error):  # announced gzip that is not
+            body, is_json = raw.decode("utf-8", errors="replace"), False
+        status = answer.code if isinstance(answer, urllib.error.HTTPError) else answer.status
+        return Response(status, body, headers, is_json)
+
+    def request(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
+                files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None) -> tuple[int, Any]:
+        """(HTTP status, decoded JSON body or text). Never raises on HTTP errors."""
+        response = self.call(method, path, json_body=json_body, fields=fields, files=files, token=token)
+        return response.status, response.body
+
+    def download(self, path: str, sink: BinaryIO, *, on_chunk: Callable[[int, int | None], None] | None = None,
+                 token: str | None = None) -> Response:
+        """Stream a GET answer into ``sink`` in chunks, decompressing gzip on the fly. On 200 the
+        body is the number of bytes written; any other status comes back as from :meth:`call`."""
+        answer = self.open(self.build("GET", path, token=token))
+        if isinstance(answer, urllib.error.HTTPError) or answer.status != 200:
+            return self.read_all(answer)
+        gzipped = (answer.headers.get("Content-Encoding") or "").lower() == "gzip"
+        length = answer.headers.get("Content-Length")
+        expected = int(length) if length and length.isdigit() else None
+        try:
+            with answer:
+                written = copy_answer(answer.read, sink, gzipped=gzipped, expected=expected, on_chunk=on_chunk)
+        except BrokenDownload as exc:
+            raise ServerUnreachable(self.base_url, f"the download broke off: {exc}", maybe_sent=True) from None
+        return Response(200, written, {name.title(): value for name, value in answer.headers.items()})
+
+    # the API ---------------------------------------------------------------------------
+    def obtain_token(self, username: str, password: str) -> tuple[int, Any]:
         return self.request("POST", "/api/auth/token/", json_body={"username": username, "password": password})
 
-    def submit(self, task, content, *, method_name, filename="predictions.json", description="", url="", public=True,
-               kind="predictions"):
+    def submit(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
+               description: str = "", url: str = "", public: bool = True, kind: str = "predictions") -> tuple[int, Any]:
         """kind: predictions, skills (span tasks) or code (QUACKIE tracks)."""
+        response = self.submit_response(task, content, method_name=method_name, filename=filename,
+                                        description=description, url=url, public=public, kind=kind)
+        return response.status, response.body
+
+    def submit_response(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
+                        description: str = "", url: str = "", public: bool = True,
+                        kind: str = "predictions") -> Response:
         fields = {"method_name": method_name, "public": "true" if public else "false", "kind": kind}
         if description:
             fields["description"] = description
         if url:
             fields["url"] = url
-        return self.request("POST", f"/api/tasks/{task}/submissions/", fields=fields,
-                            files={"file": (filename, content)})
+        return self.call("POST", f"/api/tasks/{quote(task)}/submissions/", fields=fields,
+                         files={"file": (filename, content)}, timeout=max(self.timeout, UPLOAD_TIMEOUT))
 
-    def submission(self, submission_id):
+    def submission(self, submission_id: int) -> tuple[int, Any]:
         return self.request("GET", f"/api/submissions/{submission_id}/")
 
-    def leaderboard(self, task):
-        return self.request("GET", f"/api/tasks/{task}/leaderboard/")
+    def leaderboard(self, task: str) -> tuple[int, Any]:
+        return self.request("GET", f"/api/tasks/{quote(task)}/leaderboard/")
+
+
+def quote(segment: str) -> str:
+    """A user-given name as one path segment, so "a/b" cannot reach another endpoint."""
+    return urllib.parse.quote(str(segment), safe="")

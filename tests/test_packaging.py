@@ -122,6 +122,27 @@ def test_an_installed_expbench_score_gives_the_official_figures_from_any_directo
                            text=True)
     assert usage.stdout.startswith("usage: expbench-score")
 
+    # The client's console script: its commands, and a one-line error when no server answers.
+    client = target / "bin" / "expbench"
+    usage = subprocess.run([sys.executable, str(client), "--help"], cwd=elsewhere, env=env, capture_output=True,
+                           text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: expbench")
+    for command in ("login", "tasks", "inputs", "submit", "list", "status", "cancel", "publish", "unpublish",
+                    "diagnostics", "compare", "leaderboard", "quota"):
+        assert command in usage.stdout
+    down = subprocess.run([sys.executable, str(client), "--url", "http://127.0.0.1:9", "--retries", "0", "tasks"],
+                          cwd=elsewhere, env={**env, "EXPBENCH_CONFIG": str(tmp_path / "none.json")},
+                          capture_output=True, text=True, timeout=60)
+    assert down.returncode == 3 and down.stdout == ""
+    assert down.stderr.startswith("error: cannot reach the ExpBench server at http://127.0.0.1:9")
+    assert down.stderr.count("\n") == 1
+
+
+def test_the_client_reports_the_package_version():
+    import expbench_client
+
+    assert expbench_client.__version__ == PYPROJECT["project"]["version"]
+
 
 def test_the_citation_file_names_each_paper_with_the_code_that_implements_it():
     import re
