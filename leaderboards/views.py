@@ -11,6 +11,7 @@ from benchmark.cues import public_cue_table
 from benchmark.models import Benchmark, Task, TestSet
 from benchmark.skill_listing import skill_listing
 from core.jobs import WAITING
+from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.stats import TIER_PROCEDURE
 from submissions.selectors import public_skill_submissions
 
@@ -76,7 +77,8 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     part = ((test_set.diagnostics or {}) if test_set else {}).get("icq")
     if not part or test_set is None:
         return None
-    part = public_cue_table(part, hidden=test_set.is_hidden)
+    part = {**public_cue_table(part, hidden=test_set.is_hidden),
+            "extractor": EXTRACTOR_METHODS.get(test_set.task.language, "")}
 
     def dist(d: dict[str, float]) -> str:
         return " · ".join(f"{label} {p:.2f}" for label, p in d.items())

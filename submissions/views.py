@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from accounts.http import AuthenticatedHttpRequest
 from benchmark.models import Task
 from core.jobs import WAITING
+from scoring.analysis.features import EXTRACTOR_METHODS
 
 from . import intake
 from .forms import PredictionUploadForm
@@ -118,6 +119,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_owner": submission.user_id == getattr(request.user, "id", None),
         "refresh": not submission.is_terminal or submission.diagnostics_status in WAITING,
         "diagnostics": present_diagnostics(submission.diagnostics),
+        "icq_extractor": EXTRACTOR_METHODS.get(submission.task.language, ""),
         "details": present_details(submission.details),
     })
 

@@ -77,6 +77,7 @@ def test_an_entry_is_scored_and_profiled_against_the_cues(nli_task):
         if test_text not in reference_texts:
             assert test_text not in page, cue
     assert all(f">{cue['value']}<" in page for cue in cue_part["cues"])
+    assert 'id="cue-extractor"' in page and "no statistical tagger" in page  # the method is named
 
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(make_user())}")
@@ -93,6 +94,8 @@ def test_an_entry_is_scored_and_profiled_against_the_cues(nli_task):
     icq = Submission.objects.get(pk=submission_id).diagnostics["icq"]
     assert icq["applicable"] and icq["accuracy_test"] and icq["distribution_test"]
     assert api.get(f"/api/submissions/{submission_id}/diagnostics/").status_code == 200
+    entry_page = Client().get(f"/submissions/{submission_id}/").content.decode()
+    assert 'id="icq-extractor"' in entry_page and "no statistical tagger" in entry_page
 
     refused = api.post("/api/tasks/nli-small/submissions/",
                        {"file": upload_file({"t5": "maybe"}), "method_name": "Bad"}, format="multipart")

@@ -25,6 +25,15 @@ FEATURE_TYPES = {
     "zh": ("word", "negation", "overlap"),
 }
 OVERLAP_KEY = "overlap\toverlap"
+# How the features are extracted, as the pages name it: a statistical tagger (spaCy's small
+# English model) was evaluated and not shipped (docs/icq_features.md, "Rule-based extractors
+# versus a statistical tagger").
+EXTRACTOR_METHODS = {
+    "en": "rule-based, no statistical tagger: tense from lemminflect's verb forms, NER from capitalised spans "
+          "with name and place lists (labels approximate), sentiment from VADER's lexicon on adjective- and "
+          "adverb-like words",
+    "zh": "rule-based: jieba's word segmentation, negation and overlap from word lists",
+}
 _MODULES = {"en": "scoring.analysis.features.english", "zh": "scoring.analysis.features.chinese"}
 
 
