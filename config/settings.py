@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EXPBENCH_VAR_DIR", BASE_DIR / "var"))
@@ -105,6 +106,27 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+
+
+
+def cache_from_url(url: str) -> dict:
+    """CACHES["default"] from CACHE_URL. The cache holds the API throttle counters and the
+    significance tiers, so every process must see the same one: unset means a file cache under
+    var/ that all gunicorn and Celery workers of this machine share; redis://... for several
+    machines; locmem:// (one process only) for tests."""
+    if not url:
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}
+    scheme = url.split("://", 1)[0]
+    if scheme in ("redis", "rediss", "unix"):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    if scheme == "file":
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": url[len("file://"):]}
+    if scheme == "locmem":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    raise ImproperlyConfigured(f"CACHE_URL: unknown scheme in {url!r} (redis://, file:///path or locmem://)")
+
+
+CACHES = {"default": cache_from_url(os.environ.get("CACHE_URL", ""))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [

@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh requirements-dev.txt
 export OMP_WAIT_POLICY=PASSIVE
+# The tests' own process keeps its cache in memory (each test clears it); the integration
+# stacks run with the product's default shared cache (tests/integration/stack.py).
+export CACHE_URL="${CACHE_URL:-locmem://}"
 echo "== ruff"; ruff check .
 echo "== import contracts"; lint-imports --no-cache
 echo "== import graph"; python scripts/import_graph.py

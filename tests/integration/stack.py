@@ -34,7 +34,7 @@ def reachable(host, port, timeout=1.0):
 
 
 class Stack:
-    def __init__(self, root, *, database_url=None, broker_url=None, env=None):
+    def __init__(self, root, *, database_url=None, broker_url=None, cache_url=None, env=None):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.logs = self.root / "logs"
@@ -55,6 +55,11 @@ class Stack:
         self.env.pop("CELERY_BROKER_URL", None)
         if broker_url:
             self.env["CELERY_BROKER_URL"] = broker_url
+        # The suite's own processes use a per-process cache (scripts/test.sh); a stack runs with
+        # the product's default, the file cache its processes share, unless told otherwise.
+        self.env.pop("CACHE_URL", None)
+        if cache_url:
+            self.env["CACHE_URL"] = cache_url
         self.procs = {}
         self.port = None
 

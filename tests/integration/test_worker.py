@@ -93,7 +93,7 @@ def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
 
 
 def test_postgres_and_redis_end_to_end(tmp_path, postgres_url, redis_url):
-    stack = Stack(tmp_path, database_url=postgres_url, broker_url=redis_url).setup()
+    stack = Stack(tmp_path, database_url=postgres_url, broker_url=redis_url, cache_url=redis_url).setup()
     try:
         stack.start_web().start_workers().start_beat()
         assert "redis://" in stack.log_text("worker")
