@@ -79,8 +79,11 @@ def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
     failed is left out as it is from the ranked mean. Reported rows have no per-item data and get
     no tier. Cached until the set of entries changes."""
     ids = [row["submission_id"] for row in ranked if row["submission_id"]]
-    key = (f"tiers-v2:{task.pk}:{settings.TIER_RESAMPLES}:"
-           + hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest())
+    # The cache outlives a process (and a database wiped under the same var/): the key holds each
+    # entry's id and score, so recycled ids with other results never read stale tiers.
+    fingerprint = ",".join(f"{row['submission_id']}={row['scores'].get(task.primary_metric)!r}"
+                           for row in ranked if row["submission_id"])
+    key = f"tiers-v3:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(fingerprint.encode()).hexdigest()
     tiers = cache.get(key)
     if tiers is None:
         column = task.primary_index
