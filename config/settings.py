@@ -218,6 +218,8 @@ REST_FRAMEWORK = {
         "user": os.environ.get("API_RATE_USER", "600/min"),
     },
 }
+# Password guesses per client address, web login and API token endpoint together.
+LOGIN_RATE = os.environ.get("LOGIN_RATE", "10/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "ExpBench API",
     "DESCRIPTION": "Explainable and bias-aware leaderboards: tasks, public inputs, submissions, scores.",

@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from accounts.throttling import ThrottledObtainAuthToken
 from benchmark.api import BenchmarkViewSet, TaskViewSet
 from leaderboards import api as board_api
 from submissions.api import SubmissionViewSet, task_quota, task_submissions
@@ -15,7 +15,7 @@ router.register("tasks", TaskViewSet, basename="api-task")
 router.register("submissions", SubmissionViewSet, basename="api-submission")
 
 urlpatterns = [
-    path("api/auth/token/", obtain_auth_token, name="api-token"),
+    path("api/auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/compare/", board_api.compare_view, name="api-compare"),

@@ -49,6 +49,7 @@ class Stack:
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "API_RATE_ANON": "100000/min",
             "API_RATE_USER": "100000/min",
+            "LOGIN_RATE": "100000/min",
             "REAPER_INTERVAL_SECONDS": "1",
             **(env or {}),
         }
