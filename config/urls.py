@@ -9,6 +9,8 @@ from leaderboards import api as board_api
 from submissions.api import SubmissionViewSet, task_quota, task_submissions
 from submissions.views import submit
 
+handler400 = "config.errors.bad_request"
+
 router = DefaultRouter()
 router.register("benchmarks", BenchmarkViewSet, basename="api-benchmark")
 router.register("tasks", TaskViewSet, basename="api-task")
