@@ -8,13 +8,14 @@ work the same for every kind.
 import json
 import math
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from benchmark.models import SkillVariant, Task, TestSet
 from scoring.analysis import skills
 from scoring.metrics import checklist, classification, expmrc, quackie
-from scoring.strict_json import InvalidPredictions, JsonObject, load_json_object, parse_id_to_string, show
+from scoring.strict_json import InvalidPredictions, JsonObject, listed, load_json_object, parse_id_to_string, show
 
 __all__ = ["InvalidPredictions", "ScoredRun", "scorer_for"]
 
@@ -84,17 +85,18 @@ class SkillsScorer:
                                            expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
         variants = self.variants(test_set)
         names = [name for name, _ in document]
-        repeated = sorted({name for name in names if names.count(name) > 1})
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)  # linear, not count() per name
         if repeated:
-            raise InvalidPredictions(f"duplicated sections: {', '.join(show(n) for n in repeated)}")
+            raise InvalidPredictions(f"duplicated sections: {listed(repeated)}")
         refused = [name for name in names if name != "original" and name not in variants]
+        refused_set = set(refused)
         if refused and not stored:
             raise InvalidPredictions(self.refusal(refused, test_set, variants))
         if "original" not in names:
             raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
         parsed: dict[str, Any] = {}
         for name, section in document:
-            if name in refused:
+            if name in refused_set:
                 # A stored, accepted file whose section's variant is no longer built (re-scoring
                 # after an upgrade made it not applicable): kept out of the scores, reported.
                 parsed[name] = None

@@ -116,7 +116,7 @@ def parse_predictions(raw: bytes | str, spec: LabelSpec, *, max_bytes: int) -> d
     if unknown:
         problems = Problems(text)
         for index in unknown:
-            problems.add(index, show(document[index][0]))
+            problems.add(index, "" if problems.full else show(document[index][0]))
         problems.raise_if_any("ids not in the test set")
     return predictions
 

@@ -312,13 +312,13 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
     first_index: dict[str, int] = {}
     for index, (key, value) in enumerate(document):
         if key in first_index:
-            problems.add(index, f"{show(key)} (first at line {problems.line(first_index[key])})")
+            problems.add(index, "" if problems.full else show(key), first_at=first_index[key])
         else:
             first_index[key] = index
-        if isinstance(value, JsonObject):
-            names = [name for name, _ in value]
+        if isinstance(value, JsonObject) and len({name for name, _ in value}) < len(value):
+            counts = Counter(name for name, _ in value)  # one pass, not a count() per field
             for name in ("answer", "evidence"):
-                if names.count(name) > 1:
+                if counts[name] > 1:
                     problems.add(index, f'{show(key)}: field "{name}" appears more than once')
     problems.raise_if_any("duplicated keys")
 
@@ -355,7 +355,7 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
     problems = Problems(text)
     for index, key in enumerate(predictions):
         if key not in spec.key_set:
-            problems.add(index, show(key))
+            problems.add(index, "" if problems.full else show(key))
     problems.raise_if_any("keys not in the test set")
     return predictions
 

@@ -441,7 +441,7 @@ def parse_scores(raw: bytes | str, sample_ids: Iterable[str], *,
     first_index: dict[str, int] = {}
     for index, (key, _) in enumerate(document):
         if key in first_index:
-            problems.add(index, f"{show(key)} (first at line {problems.line(first_index[key])})")
+            problems.add(index, "" if problems.full else show(key), first_at=first_index[key])
         else:
             first_index[key] = index
     problems.raise_if_any("duplicated sample ids")
@@ -466,7 +466,7 @@ def parse_scores(raw: bytes | str, sample_ids: Iterable[str], *,
     problems = Problems(text)
     for index, key in enumerate(parsed):  # no duplicates and nothing skipped: index = position in the file
         if key not in known:
-            problems.add(index, show(key))
+            problems.add(index, "" if problems.full else show(key))
     problems.raise_if_any("sample ids not in the track's inputs")
     return parsed
 

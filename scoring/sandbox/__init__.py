@@ -14,6 +14,7 @@ cross into the jail. No Django here. The modules, each importing only those list
 * ``cgroups``: cgroup v1 ``pids`` and ``memory`` groups (root only);
 * ``command``: the bwrap / setpriv / prlimit command line and the child's environment;
 * ``availability``: ``sandbox_available``, the cached probe;
+* ``protocol``: the parent's bounded reading and checking of every line the child writes;
 * ``child_process``: the parent's side of one child process (pipes, deadlines, killing it);
 * ``runner``: ``run_interpreter``;
 * ``baselines``: the built-in baselines as interpreter code;

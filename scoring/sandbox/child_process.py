@@ -16,6 +16,9 @@ from collections import deque
 
 from scoring.sandbox.cgroups import Cgroups
 from scoring.sandbox.limits import SandboxLimits
+from scoring.sandbox.protocol import ProtocolViolation, decode
+
+__all__ = ["CappedBuffer", "Child", "ChildDied", "OutputFlood", "ProtocolViolation", "ReplyTimeout"]
 
 
 class ReplyTimeout(Exception):
@@ -28,10 +31,6 @@ class OutputFlood(Exception):
 
 class ChildDied(Exception):
     """The child closed its stdout (it exited or was killed)."""
-
-
-class ProtocolViolation(Exception):
-    """A reply that is not a JSON object."""
 
 
 class CappedBuffer:
@@ -128,7 +127,8 @@ class Child:
                     self.selector.unregister(key.fileobj)
 
     def exchange(self, message: dict | None, deadline: float) -> dict:
-        """Send ``message`` (if any), then return the next reply line as a dict."""
+        """Send ``message`` (if any), then return the next reply line as a dict (a JSON object;
+        its fields are checked by ``protocol.check_startup`` / ``check_reply``)."""
         pending = memoryview(json.dumps(message).encode() + b"\n") if message is not None \
             else memoryview(b"")
         registered = bool(pending) and self.stdin_open
@@ -155,13 +155,7 @@ class Child:
         while True:
             line = self._take_line()
             if line is not None:
-                try:
-                    reply = json.loads(line)
-                except ValueError:
-                    raise ProtocolViolation(f"not a JSON reply: {line[:120]!r}") from None
-                if not isinstance(reply, dict):
-                    raise ProtocolViolation(f"a reply must be a JSON object: {line[:120]!r}")
-                return reply
+                return decode(line)  # bounded; raises ProtocolViolation
             if not self.stdout_open:
                 raise ChildDied()
             remaining = deadline - time.monotonic()

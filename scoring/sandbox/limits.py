@@ -101,7 +101,10 @@ def validate_scores(value, n_sentences: int) -> tuple[list[float] | None, str | 
         return None, "wrong_length", f"{len(value)} scores for {n_sentences} sentences"
     scores = []
     for position, item in enumerate(value):
-        number = float(item)
+        try:
+            number = float(item)
+        except OverflowError:  # an integer beyond the float range (a forged reply)
+            return None, "not_finite", f"score {position} is too large to be a float"
         if not math.isfinite(number):
             return None, "not_finite", f"score {position} is {number}"
         scores.append(number)

@@ -38,6 +38,7 @@ from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.job_dir import Job, check_model_dir
 from scoring.sandbox.layout import CHILD_FILE, INSIDE
 from scoring.sandbox.limits import RunResult, SandboxLimits, public_sample, validate_scores
+from scoring.sandbox.protocol import check_reply, check_startup
 
 logger = logging.getLogger(__name__)
 
@@ -143,32 +144,26 @@ class _Runner:
         deadline = min(started + self.limits.startup_seconds, total_deadline)
         phase = "model"
         try:
-            reply = child.exchange(None, deadline)
-            event = reply.get("event")
-            if event == "load_error":
-                raise _Fail("load_error", f"the model could not be loaded: {reply.get('type')}: "
-                                          f"{reply.get('message')}")
-            if event != "loaded":
-                raise ProtocolViolation(f"unexpected start-up message {str(reply)[:120]}")
+            reply = check_startup(child.exchange(None, deadline), "loaded", "load_error")
+            if reply["event"] == "load_error":
+                raise _Fail("load_error", f"the model could not be loaded: {reply['type']}: "
+                                          f"{reply['message']}")
             if self.result.model_load_seconds is None:
-                self.result.model_load_seconds = float(reply.get("seconds", 0.0))
-            if reply.get("seccomp"):
+                self.result.model_load_seconds = reply["seconds"]
+            if reply["seccomp"]:
                 if "seccomp" not in self.result.isolation:
                     self.result.isolation.append("seccomp")
             elif self.mode == "bwrap":
-                logger.info("sandbox: seccomp not installed (%s)", reply.get("seccomp_problem"))
+                logger.info("sandbox: seccomp not installed (%s)", reply["seccomp_problem"])
             phase = "import"
-            reply = child.exchange(None, deadline)
-            event = reply.get("event")
-            if event == "import_error":
-                summary = f"{reply.get('type')}: {reply.get('message')}"
-                trace = str(reply.get("traceback") or "").rstrip()
+            reply = check_startup(child.exchange(None, deadline), "ready", "import_error")
+            if reply["event"] == "import_error":
+                summary = f"{reply['type']}: {reply['message']}"
+                trace = reply["traceback"].rstrip()
                 raise _Fail("import_error", f"importing the code failed: {summary}"
                             + (f"\n{trace}" if trace and trace != summary else ""))
-            if event != "ready":
-                raise ProtocolViolation(f"unexpected start-up message {str(reply)[:120]}")
             if self.result.import_seconds is None:
-                self.result.import_seconds = float(reply.get("seconds", 0.0))
+                self.result.import_seconds = reply["seconds"]
         except ReplyTimeout:
             child.kill()
             self._release_cgroups()
@@ -281,7 +276,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
             sent = time.monotonic()
             deadline = min(sent + limits.per_sample_seconds, total_deadline)
             try:
-                reply = child.exchange(sample, deadline)
+                reply = check_reply(child.exchange(sample, deadline), sample_id)
             except ReplyTimeout:
                 runner.stop(child, graceful=False)
                 child = None
@@ -346,17 +341,15 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
 
 
 def _record(result: RunResult, sample: dict, reply: dict) -> None:
+    """Store one reply that ``check_reply`` accepted (every field has its checked type)."""
     sample_id = sample["id"]
-    if reply.get("id") != sample_id:
-        raise _Fail("protocol_error", f"a reply for {str(reply.get('id'))[:60]!r} arrived "
-                                      f"while sample {sample_id} was expected")
-    if isinstance(reply.get("seconds"), (int, float)):
-        result.compute_seconds[sample_id] = float(reply["seconds"])
+    if "seconds" in reply:
+        result.compute_seconds[sample_id] = reply["seconds"]
     if "error" in reply:
-        error = reply["error"] if isinstance(reply["error"], dict) else {}
+        error = reply["error"]
         result.failures[sample_id] = "exception"
-        detail = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
-        trace = error.get("traceback")
+        detail = f"{error['type']}: {error['message']}"
+        trace = error["traceback"]
         # The trace ends with the exception line itself: without user frames it adds nothing.
         useful = trace and trace.strip() != detail
         result.failure_details[sample_id] = f"{detail}\n{trace}".strip() if useful else detail
@@ -364,10 +357,8 @@ def _record(result: RunResult, sample: dict, reply: dict) -> None:
     if "not_a_list" in reply:
         result.failures[sample_id] = "not_a_list"
         result.failure_details[sample_id] = (f"interpret returned "
-                                             f"{str(reply['not_a_list'])[:60]}, not a sequence")
+                                             f"{reply['not_a_list'][:60]}, not a sequence")
         return
-    if "scores" not in reply:
-        raise _Fail("protocol_error", f"the reply for sample {sample_id} has no scores")
     scores, category, detail = validate_scores(reply["scores"], sample["n_sentences"])
     if category:
         result.failures[sample_id] = category

@@ -428,3 +428,44 @@ def test_forged_protocol_lines_fail_the_submission(model_dir):
     assert "forged" in result.message or "not a JSON reply" in result.message
     assert "forge" not in result.scores
     assert_following_run_works(model_dir)
+
+
+# --------------------------------------------------------------------------- malformed protocol lines
+# protocol_forge.py writes one malformed line straight to the child's protocol pipe: during the
+# import (forge.txt names it) or in interpret. Before the fix, null or 400-digit seconds, 400-digit
+# scores and a line of nested brackets raised TypeError / OverflowError / RecursionError out of
+# run_interpreter, which the worker refunded as scorer_error. Each is the submission's own
+# protocol_error (an over-long line its output_flood), and the runner returns normally.
+
+@pytest.mark.parametrize("forged, shown", [
+    ("ready-null-seconds", "'seconds' is not a number of seconds"),
+    ("ready-big-seconds", "'seconds' is not a number of seconds"),
+    ("nested", "not a JSON reply"),
+    ("not-json", "not a JSON reply"),
+])
+def test_malformed_start_up_lines_are_the_submissions_protocol_error(model_dir, tmp_path, forged, shown):
+    result = run(zipped(tmp_path, "protocol_forge.py", forge_txt=forged), model_dir, {})
+    assert result.status == "failed" and result.failure == "protocol_error", result.message
+    assert shown in result.message and len(result.message) < 400
+    assert result.scores == {} and result.import_seconds is None
+    assert_following_run_works(model_dir)
+
+
+@pytest.mark.parametrize("forged, failure, shown", [
+    ("null-seconds", "protocol_error", "'seconds' is not a number of seconds"),
+    ("big-seconds", "protocol_error", "'seconds' is not a number of seconds"),
+    ("big-scores", "protocol_error", "an integer score out of range"),
+    ("nested", "protocol_error", "not a JSON reply"),
+    ("nested-object", "protocol_error", "not a JSON reply"),
+    ("not-json", "protocol_error", "not a JSON reply: b'this is not JSON at all'"),
+    ("error-not-strings", "protocol_error", "'type' is not a string"),
+    ("long", "output_flood", "more than 1000000 bytes without a line end"),
+])
+def test_malformed_replies_are_the_submissions_own_failure(model_dir, forged, failure, shown):
+    result = run("protocol_forge.py", model_dir, {"forged": forged})
+    assert result.status == "failed" and result.failure == failure, result.message
+    assert result.message.startswith("sample forged: ") and shown in result.message, result.message
+    assert len(result.message) < 400
+    assert_scored(result, "before")
+    assert "forged" not in result.scores and "after" not in result.scores
+    assert_following_run_works(model_dir)

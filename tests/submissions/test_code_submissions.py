@@ -280,3 +280,28 @@ def test_a_crash_on_one_sample_is_a_quackie_fail_not_a_failed_submission(api, tr
     assert sub.details["quackie"]["fails"] == crashed
     assert sub.details["progress"] == {"done": len(questions), "total": len(questions)}
     assert "SIGSEGV" in sub.details["sandbox"]["first_failures"]["crashed"]["detail"]
+
+
+FORGED_START_UP = b'''
+import gc
+# The protocol pipe is in this process: forge a start-up line whose "seconds" is null.
+channel = next(o for o in gc.get_objects() if type(o).__name__ == "Channel")
+channel.writer.write(b'{"event": "ready", "seconds": null, "sentences": false}\\n')
+def interpret(model, question, context):
+    return [1.0]
+'''
+
+
+@needs_bwrap
+def test_a_forged_protocol_line_is_the_submissions_own_failure_and_counts(api, track):
+    """It used to raise TypeError out of the runner: refunded as scorer_error, so a user could
+    upload past the quota. Now it is the code's own failure, charged to its quota."""
+    from submissions import intake
+
+    response = upload(api, track, FORGED_START_UP)
+    assert run_code_submission(response.json()["id"]) == Status.FAILED
+    sub = Submission.objects.get(pk=response.json()["id"])
+    assert sub.error_category == ErrorCategory.CODE_FAILED, sub.error_message
+    assert sub.error_message.startswith("protocol_error: ") and "'seconds'" in sub.error_message
+    assert intake.submissions_counted_today(sub.user, sub.task) == 1
+    assert scored_run(api, track, GOOD).status == Status.SCORED  # the next honest run works

@@ -6,6 +6,7 @@ one-line ``error: ...``. See docs/diagnostics.md#skill-based-reconstructed-sets.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from scoring.analysis.skills.catalogue import EN, OK, SKILLS, ZH
@@ -13,7 +14,7 @@ from scoring.analysis.skills.gaps import skill_gaps
 from scoring.analysis.skills.scorer import score_variant
 from scoring.analysis.skills.variants import build_all, public_inputs
 from scoring.metrics import expmrc
-from scoring.strict_json import InvalidJson, InvalidPredictions, JsonObject, load_json_object, loads_json, show
+from scoring.strict_json import InvalidJson, InvalidPredictions, JsonObject, listed, load_json_object, loads_json, show
 
 SEED = 0  # the server's build and gap seed
 MAX_BYTES = 200 * 1024 * 1024
@@ -92,9 +93,9 @@ def _sections(path: str, gold: dict, results: dict) -> dict:
         _, document = load_json_object(raw, max_bytes=MAX_BYTES,
                                        expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
         names = [name for name, _ in document]
-        repeated = sorted({name for name in names if names.count(name) > 1})
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)  # linear, not count() per name
         if repeated:
-            raise InvalidPredictions(f"duplicated sections: {', '.join(show(n) for n in repeated)}")
+            raise InvalidPredictions(f"duplicated sections: {listed(repeated)}")
         if "original" not in names:
             raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
         parsed = {}
