@@ -65,7 +65,8 @@ ERROR_HELP: dict[str, str] = {
     "against your quota and maintainers can retry it.",
     ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
     ErrorCategory.CODE_FAILED: "Your interpreter could not run to the end in the sandbox (see the message: import "
-    "error, crash, memory or time limit, output flood). Fix it and submit again.",
+    "error, crash, memory or time limit, output flood, or a malformed message on the sandbox's protocol channel). "
+    "It counts against your quota. Fix it and submit again.",
 }
 
 
