@@ -1,31 +1,43 @@
-"""Question-type permutation test: scoring.analysis.permutation vs scipy.stats.permutation_test.
+"""Question-type permutation test: sequential scoring.analysis.permutation vs scipy.stats.permutation_test.
 
-Run: .venv/bin/python perf/permutation.py [--resamples 100000]
+Run: .venv/bin/python perf/permutation.py [--resamples 100000] [--repeats 3] [--agreement 1000]
 
 Data: the 501 questions of the ExpMRC SQuAD dev set (../shared/data/expmrc) when present, else
 501 synthetic questions over the same 9 question types; either way the correctness vector is
 synthetic and seeded (~80% correct, with mild per-type differences so the p-value is neither
 ~0 nor ~1 and the Monte Carlo comparison means something).
 
-Both sides compute Luo (2022)'s statistic, TVD = 1/2 sum_i |acc_i - acc_all| over question types,
-with the same number of resamples:
-  - ours: categorical_test draws the correct counts per group as multivariate hypergeometric;
-  - scipy: permutation_test on one sample, the items' 0/1 correctness, with the question types
-    held fixed by the statistic, permutation_type="pairings" (the correctness values are
-    re-paired with the items, which is exactly shuffling the group labels with group sizes
-    fixed), vectorized=True, alternative="greater", in batches of 10,000 resamples to bound
-    memory (O(batch x items)). ("independent" with one sample per type would be the other
-    natural encoding, but scipy needs >= 2 items per sample and SQuAD dev has one "whose"
-    question.)
-Both p-values are (1 + #{null >= observed}) / (1 + B). The script asserts they agree within 4
-standard errors of the difference of two independent Monte Carlo estimates and prints
-`ratio: <scipy seconds / our seconds>` as its last line.
+All sides compute Luo (2022)'s statistic, TVD = 1/2 sum_i |acc_i - acc_all| over question types,
+and decide "significant" when p < 0.05 / 3 (the report's Bonferroni threshold over its three
+categorical tests), with a budget of --resamples resamples:
+  - ours: categorical_test, sequential (the default): multivariate hypergeometric counts in looks
+    of 1,000, 2,000, 4,000, ... draws, stopping once the decision is settled (at most 0.001
+    probability of a decision other than the full budget's); the cache of stopping bounds is
+    cleared before every repeat, so their computation is timed too;
+  - the peer, scipy: permutation_test on one sample, the items' 0/1 correctness, with the
+    question types held fixed by the statistic, permutation_type="pairings" (the correctness
+    values are re-paired with the items, which is exactly shuffling the group labels with group
+    sizes fixed), vectorized=True, alternative="greater", in batches of 10,000 resamples to bound
+    memory (O(batch x items)), with the full budget: it has no stopping rule;
+  - plain numpy with the full budget: rng.multivariate_hypergeometric(sizes, K, size=B), the TVD
+    and a count, three lines (what categorical_test(sequential=False) does, in blocks).
+Each side runs --repeats times and reports its median time. The script asserts the three
+decisions agree and the p-values agree within 4 standard errors of their difference (each is a
+Monte Carlo estimate with its own number of draws), prints the ratio to plain numpy on the line
+before last and `ratio: <scipy seconds / our seconds>` as its last line.
+
+--agreement N (off by default, ~2 minutes for 1,000): N simulated tables over the same question
+types with per-type accuracies 0.8 + s z (z standard normal per type, s uniform in [0, 0.12], so
+the p-values spread over [0, 1] and many fall near the threshold). For each table the categorical
+test and the one-vs-rest tests run twice with the same seed, sequential and with the full budget
+(--agreement-budget); it prints the share of identical decisions, and the draws used.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,15 +49,25 @@ REPO = Path(__file__).resolve().parents[1]
 SQUAD_DEV = REPO.parent / "shared" / "data" / "expmrc" / "expmrc-squad-dev.json"
 sys.path.insert(0, str(REPO))
 
-from scoring.analysis.permutation import categorical_test  # noqa: E402  (after the path set-up above)
+from scoring.analysis.permutation import (  # noqa: E402  (after the path set-up above)
+    DEFAULT_EPSILON,
+    categorical_test,
+    one_vs_rest_tests,
+    stopping_bounds,
+)
 from scoring.analysis.question_types import question_type  # noqa: E402
 
 SEED = 2024
+ALPHA = 0.05
+# The report's categorical threshold: Bonferroni over question type, question and context length.
+THRESHOLD = ALPHA / 3
 # Mildly different accuracies per type: a realistic model, not a planted strong effect.
 ACCURACY = {"what": 0.79, "how": 0.77, "who": 0.86, "which": 0.76, "where": 0.80, "when": 0.87,
             "why": 0.66, "whom": 0.80, "whose": 0.80, "other": 0.75}
 SYNTHETIC_SHARES = {"what": 0.55, "how": 0.14, "who": 0.10, "which": 0.06, "where": 0.05, "when": 0.04,
                     "why": 0.03, "whom": 0.01, "other": 0.02}
+# Spread of per-type accuracies in the agreement simulation (see the docstring).
+MAX_EFFECT = 0.12
 
 
 def question_types(rng: np.random.Generator) -> tuple[list[str], str]:
@@ -59,22 +81,71 @@ def question_types(rng: np.random.Generator) -> tuple[list[str], str]:
     return list(rng.choice(names, size=501, p=shares / shares.sum())), "synthetic questions"
 
 
+def timed(function, repeats: int, before=None) -> tuple[float, object]:
+    """Median seconds over the repeats, and the last result."""
+    seconds = []
+    result = None
+    for _ in range(repeats):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        result = function()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds), result
+
+
+def agreement(groups: list[str], tables: int, budget: int) -> None:
+    names = sorted(set(groups))
+    codes = np.array([names.index(g) for g in groups])
+    rng = np.random.default_rng(SEED + 7)
+    categorical_agree = one_vs_rest_agree = one_vs_rest_total = near = 0
+    draws_categorical, draws_one_vs_rest = [], []
+    start = time.perf_counter()
+    for table in range(tables):
+        accuracy = np.clip(0.8 + rng.uniform(0, MAX_EFFECT) * rng.standard_normal(len(names)), 0.02, 0.98)
+        correct = (rng.random(len(groups)) < accuracy[codes]).astype(int)
+        seq = categorical_test(groups, correct, n_permutations=budget, seed=table, threshold=THRESHOLD)
+        full = categorical_test(groups, correct, n_permutations=budget, seed=table, threshold=THRESHOLD,
+                                sequential=False)
+        categorical_agree += (seq["p_value"] < THRESHOLD) == (full["p_value"] < THRESHOLD)
+        near += THRESHOLD / 2 <= full["p_value"] <= 2 * THRESHOLD
+        draws_categorical.append(seq["draws"])
+        seq_tests = one_vs_rest_tests(groups, correct, n_permutations=budget, seed=table, alpha=ALPHA)["tests"]
+        full_tests = one_vs_rest_tests(groups, correct, n_permutations=budget, seed=table, alpha=ALPHA,
+                                       sequential=False)["tests"]
+        for a, b in zip(seq_tests, full_tests, strict=True):
+            one_vs_rest_agree += a["significant"] == b["significant"]
+            draws_one_vs_rest.append(a["draws"])
+        one_vs_rest_total += len(seq_tests)
+    print(f"agreement on {tables:,} simulated tables (budget {budget:,}, epsilon {DEFAULT_EPSILON}, same seeds; "
+          f"{near} tables with the full-budget p within [t/2, 2t]; {time.perf_counter() - start:.0f} s):")
+    print(f"  categorical: {categorical_agree}/{tables} = {categorical_agree / tables:.4f} identical decisions; "
+          f"draws median {statistics.median(draws_categorical):,.0f}, mean {np.mean(draws_categorical):,.0f}, "
+          f"full budget in {sum(d == budget for d in draws_categorical)} tables")
+    print(f"  one-vs-rest: {one_vs_rest_agree}/{one_vs_rest_total} = {one_vs_rest_agree / one_vs_rest_total:.4f} "
+          f"identical decisions; draws median {statistics.median(draws_one_vs_rest):,.0f}, "
+          f"mean {np.mean(draws_one_vs_rest):,.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--resamples", type=int, default=100_000)
+    parser.add_argument("--resamples", type=int, default=100_000, help="budget per test (default 100,000)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--agreement", type=int, default=0, metavar="N", help="simulate N tables (default: skip)")
+    parser.add_argument("--agreement-budget", type=int, default=100_000)
     args = parser.parse_args()
-    resamples = args.resamples
+    resamples, repeats = args.resamples, args.repeats
 
     rng = np.random.default_rng(SEED)
     groups, source = question_types(rng)
     correct = (rng.random(len(groups)) < np.array([ACCURACY[g] for g in groups])).astype(int)
     names = sorted(set(groups))
     print(f"data: {len(groups)} items from {source}, {len(names)} question types, "
-          f"{correct.mean():.1%} correct (synthetic, seed {SEED}); {resamples:,} resamples each")
+          f"{correct.mean():.1%} correct (synthetic, seed {SEED}); budget {resamples:,} resamples, "
+          f"threshold {THRESHOLD:.5f}, median of {repeats} repeats per side")
 
-    start = time.perf_counter()
-    ours = categorical_test(groups, correct, n_permutations=resamples, seed=SEED)
-    our_seconds = time.perf_counter() - start
+    our_seconds, ours = timed(lambda: categorical_test(groups, correct, n_permutations=resamples, seed=SEED,
+                                                       threshold=THRESHOLD), repeats, stopping_bounds.cache_clear)
 
     labels = np.asarray(groups)
     one_hot = (labels[:, None] == np.asarray(names)[None, :]).astype(float)  # items x types
@@ -86,28 +157,44 @@ def main() -> None:
         accuracy = np.moveaxis(outcome, axis, -1) @ one_hot / sizes
         return 0.5 * np.abs(accuracy - overall).sum(axis=-1)
 
-    start = time.perf_counter()
-    reference = stats.permutation_test((correct.astype(float),), tvd, permutation_type="pairings", vectorized=True,
-                                       n_resamples=resamples, batch=10_000, alternative="greater",
-                                       rng=np.random.default_rng(SEED + 1))
-    scipy_seconds = time.perf_counter() - start
+    scipy_seconds, reference = timed(lambda: stats.permutation_test(
+        (correct.astype(float),), tvd, permutation_type="pairings", vectorized=True, n_resamples=resamples,
+        batch=10_000, alternative="greater", rng=np.random.default_rng(SEED + 1)), repeats)
+
+    int_sizes, total_correct = sizes.astype(np.int64), int(correct.sum())
+    observed = float(tvd(correct.astype(float), 0))
+
+    def plain_numpy() -> float:
+        counts = np.random.default_rng(SEED + 2).multivariate_hypergeometric(int_sizes, total_correct, size=resamples)
+        null = 0.5 * np.abs(counts / int_sizes - overall).sum(axis=1)
+        return (1 + np.count_nonzero(null >= observed - 1e-12)) / (1 + resamples)
+
+    numpy_seconds, p_numpy = timed(plain_numpy, repeats)
 
     assert math.isclose(ours["statistic"], reference.statistic, rel_tol=1e-12), (ours["statistic"], reference.statistic)
     p_ours, p_scipy = ours["p_value"], float(reference.pvalue)
-    se_ours = math.sqrt(p_ours * (1 - p_ours) / resamples)
-    se_scipy = math.sqrt(p_scipy * (1 - p_scipy) / resamples)
-    se_difference = math.sqrt(se_ours ** 2 + se_scipy ** 2)
+    se_ours = ours["p_value_se"]
+    se_full = math.sqrt(p_scipy * (1 - p_scipy) / resamples)
+    decisions = {"ours": p_ours < THRESHOLD, "scipy": p_scipy < THRESHOLD, "numpy": p_numpy < THRESHOLD}
+    verdict = "significant" if decisions["ours"] else "not significant"
+    print(f"observed TVD: {ours['statistic']:.6f} (scipy {reference.statistic:.6f}); "
+          f"Pearson chi-square p = {ours['p_value_chi_square']:.4f} (asymptotic reference, same null)")
+    print(f"ours (sequential)  : {our_seconds:8.4f} s   p = {p_ours:.5f} +- {se_ours:.5f} (Monte Carlo SE), "
+          f"{ours['draws']:,} of {resamples:,} draws, {verdict}")
+    print(f"scipy (full budget): {scipy_seconds:8.4f} s   p = {p_scipy:.5f} +- {se_full:.5f}, "
+          f"{'significant' if decisions['scipy'] else 'not significant'}")
+    print(f"numpy (full budget): {numpy_seconds:8.4f} s   p = {p_numpy:.5f} +- {se_full:.5f}, "
+          f"{'significant' if decisions['numpy'] else 'not significant'}")
+    assert len(set(decisions.values())) == 1, f"decisions differ: {decisions}"
+    se_difference = math.sqrt(se_ours ** 2 + se_full ** 2)
     difference = abs(p_ours - p_scipy)
-    print(f"observed TVD: {ours['statistic']:.6f} (scipy {reference.statistic:.6f})")
-    print(f"ours : {our_seconds:8.3f} s   p = {p_ours:.5f} +- {se_ours:.5f} (Monte Carlo SE)")
-    print(f"scipy: {scipy_seconds:8.3f} s   p = {p_scipy:.5f} +- {se_scipy:.5f} (Monte Carlo SE)")
-    print(f"|difference| = {difference:.5f} = {difference / se_difference:.2f} SE of the difference (must be < 4)")
-    assert difference < 4 * se_difference + 1 / resamples, "p-values disagree beyond Monte Carlo error"
+    print(f"same decision on all three sides; |p ours - p scipy| = {difference:.5f} = "
+          f"{difference / se_difference:.2f} SE of the difference (must be < 4)")
+    assert difference < 4 * se_difference + 1 / ours["draws"], "p-values disagree beyond Monte Carlo error"
 
-    start = time.perf_counter()
-    million = categorical_test(groups, correct, n_permutations=1_000_000, seed=SEED)
-    print(f"ours with 1,000,000 permutations (Luo 2022's number): {time.perf_counter() - start:.3f} s, "
-          f"p = {million['p_value']:.5f}")
+    if args.agreement:
+        agreement(groups, args.agreement, args.agreement_budget)
+    print(f"vs plain numpy sampling with the full budget: {numpy_seconds / our_seconds:.1f}x")
     print(f"ratio: {scipy_seconds / our_seconds:.1f}")
 
 

@@ -13,11 +13,44 @@ p-values count the observed arrangement as one of the permutations,
 p = (1 + #{permuted statistic >= observed}) / (1 + B), which is never 0 and keeps the test
 valid at any B (Phipson & Smyth 2010; scipy.stats.permutation_test does the same). Luo (2022)
 reports the bare share #{...} / B; the difference is at most 1 / (B + 1).
+
+Sequential Monte Carlo (the default): most p-values are far from their threshold, and a few
+thousand draws settle the decision that B draws would take. The draws come in looks at
+n_1 = 1,000, 2,000, 4,000, ... (doubling) and finally B, always from the same generator in the
+same order, so the first n draws of the full-budget run *are* the sequential run's draws. With
+X_n the number of draws at least as extreme as the observed statistic after n draws, t the
+decision threshold (the test is significant when p < t) and
+
+    k* = max{k : (1 + k) / (1 + B) < t}      (the full-budget run is significant iff X_B <= k*),
+
+the run stops at an early look n_j (j = 1..L, L = number of looks before B, delta = eps / L):
+
+    "significant"      when X_{n_j} <= r_j,  r_j = max{r : P(H(B, k* + 1, n_j) <= r) <= delta},
+    "not significant"  when X_{n_j} >= a_j,  a_j = min{a : P(H(B, k*, n_j) >= a) <= delta},
+
+(and only when the estimate (1 + X_n) / (1 + n) is on the same side of t), or when the full-budget
+decision is already certain (X_n > k*, or X_n + B - n <= k*); H(N, K, n) is the hypergeometric
+count of K marked items among n drawn from N. Bound: given X_B = m the B indicators are
+exchangeable, so X_{n_j} ~ H(B, m, n_j) whatever the table and the true p; H is stochastically
+increasing in m, so by a union bound over the looks
+
+    P(sequential decision != full-budget decision)
+        <= max(sum_j P(H(B, k*, n_j) >= a_j), sum_j P(H(B, k* + 1, n_j) <= r_j)) <= L * delta = eps,
+
+eps = 0.001 by default. The reported p-value is (1 + X_n) / (1 + n) at the look where the run
+stopped, with its Monte Carlo standard error sqrt(p (1 - p) / n).
+
+References beside the Monte Carlo p-values, numpy and pure Python only (scipy is no dependency
+of the scorers): Pearson's chi-square test of the same groups x {correct, wrong} table (its
+asymptotic p-value; a different statistic for the same null, equal in ranking to the TVD with two
+groups) and, for one-vs-rest, the exact permutation p-value, a hypergeometric tail.
 """
 from __future__ import annotations
 
+import functools
+import math
 import zlib
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -30,9 +63,18 @@ _BLOCK_ELEMENTS = 1 << 20
 # bits (same counts in groups of different sizes, other summation order); it must count as
 # "at least as extreme". Differences of real interest are many orders of magnitude larger.
 _TIE_TOLERANCE = 1e-12
+# First look of the sequential procedure; looks double from there. 1,000 draws settle a p-value
+# of ~0.5 against thresholds down to ~0.005 (the upper stopping bound is then ~20-40 of 1,000).
+FIRST_LOOK = 1_000
+# Bound on P(sequential decision != full-budget decision) per test.
+DEFAULT_EPSILON = 1e-3
+# Continued-fraction accuracy of the incomplete gamma function (chi-square survival).
+_GAMMA_EPS = 1e-15
+_GAMMA_MAX_ITERATIONS = 10_000
 
 
-def _validated(groups: Sequence, correct: Sequence, n_permutations: int) -> tuple[list[str], np.ndarray]:
+def _validated(groups: Sequence, correct: Sequence, n_permutations: int,
+               epsilon: float = DEFAULT_EPSILON) -> tuple[list[str], np.ndarray]:
     # Plain str labels: they become JSON object keys (numpy str_ would not serialise cleanly).
     labels = [str(group) for group in groups]
     outcome = np.asarray(correct)
@@ -46,6 +88,8 @@ def _validated(groups: Sequence, correct: Sequence, n_permutations: int) -> tupl
         raise ValueError("correct must hold only booleans or 0/1")
     if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations or n_permutations < 1:
         raise ValueError("n_permutations must be a positive integer")
+    if not 0.0 < epsilon < 1.0:
+        raise ValueError("epsilon must be strictly between 0 and 1")
     return labels, outcome.astype(bool)
 
 
@@ -76,41 +120,222 @@ def _at_least(permuted: np.ndarray, observed: float) -> int:
     return int(np.count_nonzero(permuted >= observed - _TIE_TOLERANCE * max(1.0, abs(observed))))
 
 
+# --------------------------------------------------------------------------- sequential Monte Carlo
+
+def look_schedule(budget: int) -> list[int]:
+    """Cumulative draws at each look: FIRST_LOOK, doubling, then the budget itself."""
+    looks = []
+    draws = FIRST_LOOK
+    while draws < budget:
+        looks.append(draws)
+        draws *= 2
+    return [*looks, int(budget)]
+
+
+def _max_significant_count(budget: int, threshold: float) -> int:
+    """k*: the largest exceedance count whose full-budget p-value is below the threshold (-1 if
+    none). Adjusted with the very comparison the decision makes, so float rounding cannot make
+    the bound and the decision disagree."""
+    count = min(budget, max(-1, math.ceil(threshold * (1 + budget)) - 2))
+    while count >= 0 and not _pvalue(count, budget) < threshold:
+        count -= 1
+    while count < budget and _pvalue(count + 1, budget) < threshold:
+        count += 1
+    return count
+
+
+def _hypergeometric_pmf(population: int, marked: int, drawn: int) -> tuple[int, np.ndarray]:
+    """(lowest value, probabilities over the support) of the number of marked items among
+    ``drawn`` taken without replacement from ``population``. numpy has no log-gamma, so one
+    point comes from math.lgamma and the rest from the ratio of consecutive probabilities."""
+    low, high = max(0, drawn + marked - population), min(drawn, marked)
+
+    def log_choose(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    anchor = log_choose(marked, low) + log_choose(population - marked, drawn - low) - log_choose(population, drawn)
+    x = np.arange(low, high, dtype=np.float64)
+    ratios = (marked - x) * (drawn - x) / ((x + 1) * (population - marked - drawn + x + 1))
+    log_pmf = anchor + np.concatenate(([0.0], np.cumsum(np.log(ratios))))
+    pmf = np.exp(log_pmf - log_pmf.max())
+    # Normalising absorbs the rounding of the anchor; the shape comes from exact ratios.
+    return low, pmf / pmf.sum()
+
+
+def hypergeometric_cdf(value: int, population: int, marked: int, drawn: int) -> float:
+    """P(H <= value) for H hypergeometric (``marked`` of ``population``, ``drawn`` drawn)."""
+    low, pmf = _hypergeometric_pmf(population, marked, drawn)
+    if value < low:
+        return 0.0
+    return float(min(1.0, pmf[: value - low + 1].sum()))
+
+
+@functools.lru_cache(maxsize=4096)
+def stopping_bounds(budget: int, max_significant: int, draws: int, delta: float) -> tuple[int, int]:
+    """(r, a) at a look after ``draws`` draws: stop "significant" when X <= r, "not
+    significant" when X >= a, each with probability at most ``delta`` of contradicting the
+    full-budget run (see the module docstring). Cached: the same budget, threshold and look
+    recur for every test of a report."""
+    if max_significant < 0:
+        accept_from = 0  # the full-budget run can never be significant
+    else:
+        low, pmf = _hypergeometric_pmf(budget, max_significant, draws)
+        upper_tail = np.cumsum(pmf[::-1])[::-1]  # P(H >= low + i)
+        accept_from = low + int(np.argmax(upper_tail <= delta)) if upper_tail[-1] <= delta else low + pmf.size
+    if max_significant + 1 > budget:
+        reject_to = draws  # the full-budget run is always significant
+    else:
+        low, pmf = _hypergeometric_pmf(budget, max_significant + 1, draws)
+        lower_tail = np.cumsum(pmf)  # P(H <= low + i)
+        reject_to = low + int(np.count_nonzero(lower_tail <= delta)) - 1
+    return reject_to, accept_from
+
+
+def sequential_count(draw: Callable[[int], int], budget: int, threshold: float, *,
+                     epsilon: float = DEFAULT_EPSILON, sequential: bool = True) -> tuple[int, int]:
+    """Run the looks of ``look_schedule(budget)``; ``draw(rows)`` draws that many more null
+    statistics and returns how many are at least as extreme as the observed one. Returns
+    (exceedances, draws used). ``sequential=False`` spends the whole budget, with the same
+    draws in the same order, so both runs share their first draws (the bound's coupling)."""
+    looks = look_schedule(budget)
+    max_significant = _max_significant_count(budget, threshold)
+    delta = epsilon / max(1, len(looks) - 1)
+    extreme = done = 0
+    for draws in looks:
+        extreme += draw(draws - done)
+        done = draws
+        if not sequential or draws == budget:
+            continue
+        if extreme > max_significant or extreme + budget - draws <= max_significant:
+            break  # the remaining draws cannot change the full-budget decision
+        reject_to, accept_from = stopping_bounds(budget, max_significant, draws, delta)
+        significant = _pvalue(extreme, draws) < threshold
+        if (extreme <= reject_to and significant) or (extreme >= accept_from and not significant):
+            break
+    return extreme, done
+
+
+def _monte_carlo(extreme: int, draws: int, budget: int) -> dict:
+    p_value = _pvalue(extreme, draws)
+    return {
+        "p_value": p_value,
+        "p_value_se": math.sqrt(p_value * (1 - p_value) / draws),
+        "draws": int(draws),
+        "stopped_early": draws < budget,
+    }
+
+
+def _no_freedom() -> dict:
+    # Every permutation reproduces the observed table: p = 1 exactly, nothing to draw.
+    return {"p_value": 1.0, "p_value_se": 0.0, "draws": 0, "stopped_early": True}
+
+
+# --------------------------------------------------------------------------- references
+
+def _regularized_upper_gamma(a: float, x: float) -> float:
+    """Q(a, x) = Gamma(a, x) / Gamma(a): series below x = a + 1, Lentz's continued fraction
+    above (Numerical Recipes 6.2), where each converges fast."""
+    if x <= 0:
+        return 1.0
+    log_prefactor = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        denominator = a
+        for _ in range(_GAMMA_MAX_ITERATIONS):
+            denominator += 1
+            term *= x / denominator
+            total += term
+            if abs(term) < abs(total) * _GAMMA_EPS:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_prefactor))
+    tiny = 1e-300
+    b = x + 1 - a
+    c = 1 / tiny
+    d = 1 / b
+    h = d
+    for i in range(1, _GAMMA_MAX_ITERATIONS):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        step = d * c
+        h *= step
+        if abs(step - 1) < _GAMMA_EPS:
+            break
+    return min(1.0, math.exp(log_prefactor) * h)
+
+
+def chi_square_sf(statistic: float, df: int) -> float:
+    """P(chi-square with ``df`` degrees of freedom >= statistic)."""
+    return _regularized_upper_gamma(df / 2, statistic / 2)
+
+
+def pearson_chi_square_p(sizes: np.ndarray, correct_counts: np.ndarray) -> float:
+    """Asymptotic p-value of Pearson's chi-square test of independence on the groups x
+    {correct, wrong} table (k - 1 degrees of freedom): the classical reference for the same
+    null hypothesis. 1.0 when the table has no freedom."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    total = sizes.sum()
+    overall = float(np.sum(correct_counts)) / total
+    if sizes.size < 2 or overall in (0.0, 1.0):
+        return 1.0
+    statistic = float(np.sum((correct_counts - sizes * overall) ** 2 / (sizes * overall * (1 - overall))))
+    return chi_square_sf(statistic, sizes.size - 1)
+
+
 def categorical_test(
     groups: Sequence[str],
     correct: Sequence[bool | int],
     *,
     n_permutations: int = 100_000,
     seed: int = 0,
+    threshold: float = 0.05,
+    sequential: bool = True,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> dict:
     """Does correctness depend on the category? (Luo, 2022, §3.2)
 
     Statistic: TVD = 1/2 sum_i |X_i - mu| over the groups present (X_i: proportion correct in
     group i, mu: proportion correct overall). Null: group labels shuffled among items, drawn
-    exactly as multivariate hypergeometric counts. p = (1 + #{TVD_perm >= TVD_obs}) / (1 + B).
-    Returns ``{"statistic", "p_value", "n_permutations", "overall_accuracy",
-    "groups": {label: {"n", "correct", "accuracy"}}}``.
+    exactly as multivariate hypergeometric counts. p = (1 + #{TVD_perm >= TVD_obs}) / (1 + n)
+    after n draws. ``n_permutations`` is the budget B; with ``sequential`` (the default) the
+    draws stop as soon as the decision p < ``threshold`` is settled, and
+    P(decision != the decision of all B draws with this seed) <= ``epsilon`` (module docstring).
+    Returns ``{"statistic", "p_value", "p_value_se", "draws", "stopped_early",
+    "p_value_chi_square", "n_permutations", "overall_accuracy",
+    "groups": {label: {"n", "correct", "accuracy"}}}``; ``p_value_chi_square`` is Pearson's
+    asymptotic test of the same table (same null, another statistic).
     """
-    labels, outcome = _validated(groups, correct, n_permutations)
+    labels, outcome = _validated(groups, correct, n_permutations, epsilon)
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError("threshold must be in (0, 1]")
     names, sizes, correct_counts = _group_table(labels, outcome)
     total_correct = int(correct_counts.sum())
     overall = total_correct / outcome.size
     observed = float(_tvd(correct_counts[None, :], sizes, overall)[0])
 
-    extreme = 0
     if len(names) == 1 or total_correct in (0, outcome.size):
-        # Every permutation reproduces the observed counts exactly.
-        extreme = n_permutations
+        monte_carlo = _no_freedom()
     else:
         rng = np.random.default_rng(seed)
         rows_per_block = max(1, _BLOCK_ELEMENTS // len(names))
-        for start in range(0, n_permutations, rows_per_block):
-            rows = min(rows_per_block, n_permutations - start)
-            permuted = rng.multivariate_hypergeometric(sizes, total_correct, size=rows)
-            extreme += _at_least(_tvd(permuted, sizes, overall), observed)
+
+        def draw(rows: int) -> int:
+            extreme = 0
+            for start in range(0, rows, rows_per_block):
+                permuted = rng.multivariate_hypergeometric(sizes, total_correct, size=min(rows_per_block, rows - start))
+                extreme += _at_least(_tvd(permuted, sizes, overall), observed)
+            return extreme
+
+        extreme, draws = sequential_count(draw, n_permutations, threshold, epsilon=epsilon, sequential=sequential)
+        monte_carlo = _monte_carlo(extreme, draws, n_permutations)
     return {
         "statistic": observed,
-        "p_value": _pvalue(extreme, n_permutations),
+        **monte_carlo,
+        "p_value_chi_square": pearson_chi_square_p(sizes, correct_counts),
         "n_permutations": int(n_permutations),
         "overall_accuracy": overall,
         "groups": {
@@ -135,6 +360,8 @@ def one_vs_rest_tests(
     seed: int = 0,
     alpha: float = 0.05,
     exclude: Collection[str] = (),
+    sequential: bool = True,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> dict:
     """Is a category answered worse than the rest? (Luo, 2022, §3.3)
 
@@ -143,44 +370,57 @@ def one_vs_rest_tests(
     its items still count in "the rest"):
     one-sided statistic delta = accuracy(rest) - accuracy(group), large when the group is
     harder; null: labels shuffled, i.e. the group's correct count is hypergeometric (K correct
-    among N items, n drawn); p = (1 + #{delta_perm >= delta_obs}) / (1 + B). Bonferroni over
-    the m tests done: threshold = alpha / m, significant = p < threshold. With no group big
-    enough, ``tests`` is empty and ``threshold`` is None.
+    among N items, n drawn); p = (1 + #{delta_perm >= delta_obs}) / (1 + draws). Bonferroni over
+    the m tests done: threshold = alpha / m, significant = p < threshold. With ``sequential``
+    each test stops drawing once its decision is settled (budget ``n_permutations``; at most
+    ``epsilon`` probability per test of a decision other than the full budget's). With no group
+    big enough, ``tests`` is empty and ``threshold`` is None.
     Returns ``{"threshold", "alpha", "tests": [{"group", "n", "accuracy", "rest_accuracy",
-    "statistic", "p_value", "significant"}]}``, tests in group order.
+    "statistic", "p_value", "p_value_se", "draws", "stopped_early", "p_value_exact",
+    "significant"}]}``, tests in group order. ``p_value_exact`` is the exact permutation p-value
+    P(correct count <= observed) under the hypergeometric null, the limit of the Monte Carlo one.
     """
-    labels, outcome = _validated(groups, correct, n_permutations)
+    labels, outcome = _validated(groups, correct, n_permutations, epsilon)
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be strictly between 0 and 1")
     names, sizes, correct_counts = _group_table(labels, outcome)
     total, total_correct = outcome.size, int(correct_counts.sum())
+    tested = [(name, int(size), int(count)) for name, size, count in zip(names, sizes, correct_counts)
+              if min_items <= size < total and name not in exclude]
+    # Known before any draw: the sequential rule needs the Bonferroni threshold it decides against.
+    threshold = alpha / len(tested) if tested else None
 
     tests = []
-    for name, size, count in zip(names, sizes, correct_counts):
-        size, count = int(size), int(count)
-        if size < min_items or size == total or name in exclude:
-            continue
+    for name, size, count in tested:
         rest = total - size
         observed = (total_correct - count) / rest - count / size
         if total_correct in (0, total):
-            extreme = n_permutations  # no freedom: every permutation gives delta = 0
+            monte_carlo = _no_freedom()  # every permutation gives delta = 0
         else:
             rng = _label_rng(seed, name)
-            extreme = 0
-            for start in range(0, n_permutations, _BLOCK_ELEMENTS):
-                rows = min(_BLOCK_ELEMENTS, n_permutations - start)
-                in_group = rng.hypergeometric(total_correct, total - total_correct, size, size=rows)
-                deltas = (total_correct - in_group) / rest - in_group / size
-                extreme += _at_least(deltas, observed)
+
+            def draw(rows: int, size: int = size, rest: int = rest, observed: float = observed,
+                     rng: np.random.Generator = rng) -> int:
+                extreme = 0
+                for start in range(0, rows, _BLOCK_ELEMENTS):
+                    block = min(_BLOCK_ELEMENTS, rows - start)
+                    in_group = rng.hypergeometric(total_correct, total - total_correct, size, size=block)
+                    deltas = (total_correct - in_group) / rest - in_group / size
+                    extreme += _at_least(deltas, observed)
+                return extreme
+
+            extreme, draws = sequential_count(draw, n_permutations, threshold, epsilon=epsilon, sequential=sequential)
+            monte_carlo = _monte_carlo(extreme, draws, n_permutations)
         tests.append({
             "group": name,
             "n": size,
             "accuracy": count / size,
             "rest_accuracy": (total_correct - count) / rest,
             "statistic": observed,
-            "p_value": _pvalue(extreme, n_permutations),
+            **monte_carlo,
+            # delta only grows as the group's correct count falls: p = P(count <= observed count).
+            "p_value_exact": hypergeometric_cdf(count, total, total_correct, size),
         })
-    threshold = alpha / len(tests) if tests else None
     for test in tests:
         test["significant"] = bool(test["p_value"] < threshold)
     return {"threshold": threshold, "alpha": alpha, "tests": tests}
@@ -219,6 +459,8 @@ def question_type_report(
     alpha: float = 0.05,
     min_group_size: int | None = None,
     type_aliases: Mapping[str, str] | None = None,
+    sequential: bool = True,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> dict:
     """Luo (2022) for one submission: is correctness related to question type, question length
     or context length, and which question types are answered worse than the rest?
@@ -229,6 +471,10 @@ def question_type_report(
     - one categorical TVD test per variable, Bonferroni over the three (threshold alpha / 3);
     - one-vs-rest one-sided tests for question types with >= 10 items, Bonferroni over those.
     All tests use ``seed`` (the three categorical tests draw from independent child seeds).
+    ``n_permutations`` is each test's budget; with ``sequential`` (the default) a test stops
+    drawing once its decision against its Bonferroni threshold is settled, with probability at
+    most ``epsilon`` per test of a decision other than the full budget's (module docstring); each
+    test reports its ``draws``, ``p_value_se`` and ``stopped_early``.
     Plain JSON-able dict; group labels are also listed in display order under ``order``
     because a JSON object's key order is not preserved everywhere (PostgreSQL jsonb).
 
@@ -272,7 +518,8 @@ def question_type_report(
             labels, pooled, pool_published = pool_small_groups(labels, min_group_size)
         if name == "question_type":
             tested_types = labels
-        result = categorical_test(labels, outcome, n_permutations=n_permutations, seed=int(child_seed))
+        result = categorical_test(labels, outcome, n_permutations=n_permutations, seed=int(child_seed),
+                                  threshold=threshold, sequential=sequential, epsilon=epsilon)
         if not pool_published:
             result["groups"].pop(SMALL_GROUPS, None)
         categorical.append({
@@ -284,7 +531,8 @@ def question_type_report(
             "significant": bool(result["p_value"] < threshold),
         })
     one_vs_rest = one_vs_rest_tests(tested_types, outcome, min_items=10, n_permutations=n_permutations,
-                                    seed=seed, alpha=alpha, exclude={SMALL_GROUPS})
+                                    seed=seed, alpha=alpha, exclude={SMALL_GROUPS}, sequential=sequential,
+                                    epsilon=epsilon)
     n_correct = sum(outcome)
     return {
         "language": language,
@@ -294,7 +542,13 @@ def question_type_report(
         "n_permutations": int(n_permutations),
         "seed": seed,
         "min_group_size": min_group_size,
-        "p_value_formula": "(1 + #{permuted >= observed}) / (1 + n_permutations)",
+        "p_value_formula": "(1 + #{permuted >= observed}) / (1 + draws)",
+        "procedure": "sequential" if sequential else "fixed",
+        "sequential": {
+            "epsilon": epsilon if sequential else 0.0,
+            "looks": look_schedule(int(n_permutations)) if sequential else [int(n_permutations)],
+            "bound": "P(decision differs from the full-budget decision, same seed) <= epsilon per test",
+        },
         "categorical": {"alpha": alpha, "threshold": threshold, "tests": categorical},
         "one_vs_rest": {"variable": "question_type", "min_items": 10, **one_vs_rest},
     }

@@ -48,7 +48,11 @@ def test_order_of_items_does_not_matter():
 def test_deterministic_for_a_seed():
     groups, correct = synthetic(300, seed=1)
     assert categorical_test(groups, correct, seed=5) == categorical_test(groups, correct, seed=5)
-    assert categorical_test(groups, correct, seed=5)["p_value"] != categorical_test(groups, correct, seed=6)["p_value"]
+    # A strong effect: the sequential runs of both seeds stop with no exceedance (same p); the
+    # full budget tells the seeds apart.
+    fixed = {"sequential": False}
+    assert (categorical_test(groups, correct, seed=5, **fixed)["p_value"]
+            != categorical_test(groups, correct, seed=6, **fixed)["p_value"])
     assert one_vs_rest_tests(groups, correct, seed=5) == one_vs_rest_tests(groups, correct, seed=5)
 
 
@@ -114,7 +118,7 @@ def test_categorical_matches_row_shuffling(seed):
     n = 20_000
     null, observed = row_shuffling_null(groups, correct, tvd, n, seed=99)
     reference = np.mean(null >= observed - 1e-12)
-    result = categorical_test(groups, correct, n_permutations=n, seed=seed)
+    result = categorical_test(groups, correct, n_permutations=n, seed=seed, sequential=False)
     assert result["statistic"] == pytest.approx(observed)
     assert 0.01 < reference < 0.99  # a p-value where Monte Carlo error is visible
     assert_close_p(result["p_value"], reference, n)
@@ -123,7 +127,7 @@ def test_categorical_matches_row_shuffling(seed):
 def test_one_vs_rest_matches_row_shuffling_and_the_exact_hypergeometric_tail():
     groups, correct = synthetic(30, seed=3, accuracies=(0.4, 0.7, 0.8))
     n = 20_000
-    result = one_vs_rest_tests(groups, correct, min_items=5, n_permutations=n, seed=1)
+    result = one_vs_rest_tests(groups, correct, min_items=5, n_permutations=n, seed=1, sequential=False)
     assert result["tests"]
     total, total_correct = len(correct), sum(correct)
     for test in result["tests"]:
@@ -138,6 +142,7 @@ def test_one_vs_rest_matches_row_shuffling_and_the_exact_hypergeometric_tail():
         # delta only grows as the group's correct count falls: p = P(count <= observed count).
         exact = hypergeom.cdf(round(test["accuracy"] * test["n"]), total, total_correct, test["n"])
         assert_close_p(test["p_value"], exact, n)
+        assert test["p_value_exact"] == pytest.approx(exact, rel=1e-9)
 
 
 def test_bonferroni_threshold_and_flags():
@@ -158,7 +163,7 @@ def test_bonferroni_threshold_and_flags():
 def test_a_million_permutations_are_fast():
     groups, correct = synthetic(501, seed=4, accuracies=(0.7, 0.8, 0.8, 0.85))
     start = time.perf_counter()
-    result = categorical_test(groups, correct, n_permutations=1_000_000)
+    result = categorical_test(groups, correct, n_permutations=1_000_000, sequential=False)
     assert time.perf_counter() - start < 5  # ~0.8 s on 2 cores
     assert result["n_permutations"] == 1_000_000
     assert 0 < result["p_value"] <= 1

@@ -235,7 +235,7 @@ def test_run_diagnostics_recomputes_one_submission_with_more_permutations(scored
     assert Submission.objects.get(pk=sub.pk).diagnostics["question_types"]["n_permutations"] == 2000
     out = io.StringIO()
     call_command("run_diagnostics", "--submission", str(sub.pk), "--permutations", "3000", stdout=out)
-    assert f"submission {sub.pk}: diagnostics stored with 3,000 permutations" in out.getvalue()
+    assert f"submission {sub.pk}: diagnostics stored with a budget of 3,000 permutations" in out.getvalue()
     stored = Submission.objects.get(pk=sub.pk)
     assert stored.diagnostics_status == DiagnosticsStatus.DONE
     assert stored.diagnostics["question_types"]["n_permutations"] == 3000

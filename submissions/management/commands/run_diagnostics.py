@@ -41,6 +41,6 @@ class Command(BaseCommand):
             raise CommandError(f"the diagnostics of submission {submission_id} failed; the score is not affected")
         stored = Submission.objects.only("diagnostics").get(pk=submission_id).diagnostics
         used = (stored.get("question_types") or {}).get("n_permutations")
-        detail = f" with {used:,} permutations per question-type test" if used else ""
+        detail = f" with a budget of {used:,} permutations per question-type test" if used else ""
         self.stdout.write(f"submission {submission_id}: diagnostics stored{detail} "
                           f"in {time.perf_counter() - started:.1f} s")
