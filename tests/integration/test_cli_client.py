@@ -66,6 +66,20 @@ def scored(embedded_stack, tmp_path_factory):
     return {"token": token, "username": username, "ids": ids, "expected": expected}
 
 
+def settled_submissions(stack, token, timeout=90):
+    """The user's submissions once none is still moving (scoring or diagnostics queued or
+    running), so two reads of the list a moment apart see the same thing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        submissions = stack.request("GET", "/api/submissions/", token=token)[1]
+        moving = [s["id"] for s in submissions if s["status"] in ("uploaded", "queued", "running")
+                  or s["diagnostics_status"] in ("queued", "running")]
+        if not moving or time.monotonic() > deadline:
+            assert not moving, f"still moving after {timeout} s: {moving}"
+            return submissions
+        time.sleep(0.5)
+
+
 def test_cli_token_submit_wait_and_leaderboard(embedded_stack, scored, tmp_path):
     got = cli(embedded_stack, "token", scored["username"])
     assert got.returncode == 0, got.stderr
@@ -126,6 +140,7 @@ def test_login_saves_a_private_config_that_later_commands_use(embedded_stack, sc
 def test_read_commands_print_tables_and_json(embedded_stack, scored):
     token = scored["token"]
     sample_id, empty_id = scored["ids"]
+    api = settled_submissions(embedded_stack, token)  # nothing of this user moves from here on
 
     tasks = as_json(cli(embedded_stack, "tasks", "--json"))
     assert tasks == embedded_stack.request("GET", "/api/tasks/")[1]
@@ -139,7 +154,6 @@ def test_read_commands_print_tables_and_json(embedded_stack, scored):
     assert average["tasks"][0] == "expmrc-squad"
     assert "AVERAGE" in cli(embedded_stack, "leaderboard", "--benchmark", "expmrc").stdout
 
-    api = embedded_stack.request("GET", "/api/submissions/", token=token)[1]
     mine = as_json(cli(embedded_stack, "list", "--json", token=token))
     assert mine == api and set(scored["ids"]) <= {s["id"] for s in mine}
     assert as_json(cli(embedded_stack, "list", "--task", "expmrc-c3", "--json", token=token)) == []
