@@ -31,6 +31,8 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
             "note": reported.note,
             "submission_id": None,
             "fails": None,
+            "no_snr": None,
+            "unranked_reason": "",
             "baseline": reported.kind == ReportedResult.BASELINE,
         }
         (pinned if reported.kind == ReportedResult.HUMAN else ranked).append(row)
@@ -52,15 +54,21 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
                 "note": "",
                 "submission_id": sub.pk,
                 "fails": (sub.details or {}).get("quackie", {}).get("fails"),
+                "no_snr": (sub.details or {}).get("quackie", {}).get("no_snr"),
+                "unranked_reason": unranked_reason(task, sub.details or {}),
                 "baseline": sub.user.username == BASELINES_USERNAME,
             }
         )
     # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first. An entry
-    # whose primary metric is undefined (a QUACKIE file where every sample failed) is listed
-    # last, without a rank or a tier: there is nothing to rank it by.
-    ranked.sort(key=lambda row: (row["scores"].get(metric) is None, -float(row["scores"].get(metric) or 0.0)))
-    unranked = [row for row in ranked if row["scores"].get(metric) is None]
-    ranked = ranked[:len(ranked) - len(unranked)]
+    # whose primary metric is undefined (a QUACKIE file where every sample failed), or a QUACKIE
+    # run that failed on most samples, is listed last with its reason, without a rank or a tier.
+    for row in ranked:
+        if row["scores"].get(metric) is None and not row["unranked_reason"]:
+            row["unranked_reason"] = "not ranked: its score is undefined"
+    unranked = [row for row in ranked if row["unranked_reason"]]
+    ranked = [row for row in ranked if not row["unranked_reason"]]
+    ranked.sort(key=lambda row: -float(row["scores"][metric]))
+    unranked.sort(key=lambda row: (row["scores"].get(metric) is None, -float(row["scores"].get(metric) or 0.0)))
     previous = None
     for position, row in enumerate(ranked, start=1):
         value = row["scores"].get(metric)
@@ -70,6 +78,21 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
         row.update(tier=None, p_vs_above=None, p_vs_leader=None, p_adjusted=None)
     add_tiers(task, ranked)
     return pinned + ranked + unranked
+
+
+# QUACKIE (docs/metrics.md#quackie): a sample whose scores failed is left out of the means, so an
+# entry that failed on most samples would be ranked on the few it got right. Such an entry is
+# listed with its scores, but without a rank or a tier.
+QUACKIE_MAX_FAIL_SHARE = 0.5
+
+
+def unranked_reason(task: Task, details: dict[str, Any]) -> str:
+    """Why a scored entry is listed without a rank ("" when it is ranked)."""
+    quackie = details.get("quackie") or {}
+    fails, n = quackie.get("fails"), quackie.get("n")
+    if task.kind == Task.INTERPRETATION and fails and n and fails > QUACKIE_MAX_FAIL_SHARE * n:
+        return f"not ranked: {fails} of {n} samples failed (more than half)"
+    return ""
 
 
 def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:

@@ -17,6 +17,10 @@ class LeaderboardRowSerializer(serializers.Serializer):
     submission_id = serializers.IntegerField(allow_null=True)
     tier = serializers.IntegerField(allow_null=True, help_text="significance tier (1 = top); null for reported rows")
     fails = serializers.IntegerField(allow_null=True, required=False, help_text="QUACKIE: samples that failed")
+    no_snr = serializers.IntegerField(allow_null=True, required=False,
+                                      help_text="QUACKIE: samples without an SNR (no signal or no noise sentence)")
+    unranked_reason = serializers.CharField(allow_blank=True, required=False,
+                                            help_text="why a scored entry has no rank (empty when it is ranked)")
     baseline = serializers.BooleanField(required=False, help_text="a published or built-in baseline")
     p_vs_leader = serializers.FloatField(allow_null=True, required=False,
                                          help_text="paired p-value against the first entry of its tier")
