@@ -147,8 +147,9 @@ def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[
         if len(subs) < len(tasks):
             continue
         per_task = {t.slug: subs[t.slug].scores.get(t.primary_metric) for t in tasks}
-        if any(value is None for value in per_task.values()):
-            continue  # undefined on a task (every QUACKIE sample failed): no average to rank by
+        if any(value is None for value in per_task.values()) or any(
+                unranked_reason(t, subs[t.slug].details or {}) for t in tasks):
+            continue  # not ranked on some task (undefined, or mostly failed): no average to rank by
         ranked.append({"rank": None, "method": method, "team": subs[tasks[0].slug].team, "per_task": per_task,
                        "average": sum(per_task.values()) / len(tasks), "reported": False, "kind": "submission",
                        "submission_ids": {slug: sub.pk for slug, sub in subs.items()}})
