@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
 # gunicorn + three Celery workers (scoring; maintenance and models; sandbox) + Celery beat, demo data loaded.
+# A Celery process that exits is started again (see supervise below); Ctrl-C stops everything.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 # USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
 set -euo pipefail
@@ -29,28 +30,64 @@ stop() {
 }
 trap stop INT TERM EXIT
 
+# supervise NAME COMMAND...: run COMMAND in the background and start it again whenever it exits,
+# so that one Celery process that dies (a crash, the OOM killer, kill -9) does not take the
+# whole product down. The pause grows from 1 s to 30 s while it keeps dying within 30 s of its
+# start, so a process that cannot start does not spin. SIGTERM (what stop() sends) stops the
+# command and the loop.
+supervise() {
+  local name=$1
+  shift
+  (
+    trap - EXIT
+    child="" sleeper="" stopping="" delay=1
+    # shellcheck disable=SC2086  # empty pids vanish unquoted
+    trap 'stopping=1; kill -TERM $child $sleeper 2>/dev/null || true' TERM
+    while [ -z "$stopping" ]; do
+      started=$SECONDS
+      "$@" &
+      child=$!
+      status=0
+      wait "$child" || status=$?
+      # A trapped SIGTERM ends `wait` early: wait again until the command has really stopped.
+      while kill -0 "$child" 2>/dev/null; do wait "$child" || status=$?; done
+      child=""
+      [ -z "$stopping" ] || break
+      if (( SECONDS - started >= 30 )); then delay=1; fi
+      # Pause first: on Ctrl-C the terminal interrupts the command itself, and stop() comes
+      # within this pause; only an exit nobody asked for is logged and restarted.
+      sleep "$delay" &
+      sleeper=$!
+      wait "$sleeper" || true
+      kill "$sleeper" 2>/dev/null || true
+      sleeper=""
+      [ -z "$stopping" ] || break
+      echo "$(date '+%F %T') run.sh: $name exited with status $status; started again after ${delay}s" >&2
+      delay=$(( delay * 2 > 30 ? 30 : delay * 2 ))
+    done
+  ) &
+  pids+=($!)
+}
+
 gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
   --access-logfile var/log/access.log --error-logfile - &
 pids+=($!)
 # Separate workers: scores (and the reaper) never wait behind background work such as cue
 # discovery, skill sets or diagnostics.
-celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
-  --hostname "scoring@%h" --loglevel INFO &
-pids+=($!)
-celery -A config worker -Q maintenance,models --concurrency 1 \
-  --hostname "background@%h" --loglevel INFO &
-pids+=($!)
+supervise "scoring worker" celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
+  --hostname "scoring@%h" --loglevel INFO
+supervise "background worker" celery -A config worker -Q maintenance,models --concurrency 1 \
+  --hostname "background@%h" --loglevel INFO
 # Untrusted interpreter code gets a worker of its own: an hour-long code run never delays
 # cue discovery, skill builds or diagnostics.
-celery -A config worker -Q sandbox --concurrency 1 \
-  --hostname "sandbox@%h" --loglevel INFO &
-pids+=($!)
-celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO &
-pids+=($!)
+supervise "sandbox worker" celery -A config worker -Q sandbox --concurrency 1 \
+  --hostname "sandbox@%h" --loglevel INFO
+supervise beat celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO
 
 echo
 echo "ExpBench is running at http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/docs/)"
 echo "Admin: python manage.py createsuperuser, then http://$HOST:$PORT/admin/   Stop with Ctrl-C."
 echo
-# Stop everything as soon as one of them exits.
+# The Celery processes are started again when they exit (supervise); gunicorn restarts its own
+# workers, and if gunicorn itself exits (e.g. the port is taken) there is no site: stop everything.
 wait -n "${pids[@]}"
