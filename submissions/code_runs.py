@@ -108,7 +108,9 @@ def run(submission: Submission) -> bool:
         result = sandbox.run_interpreter(submission.file.path, track.hosted_model.path, track.hosted_model.kind,
                                          samples, limits=limits, mode=settings.SANDBOX,
                                          progress=LeaseKeeper(submission), protected=protected_paths(),
-                                         models_root=settings.EXPBENCH_MODELS_DIR)
+                                         models_root=settings.EXPBENCH_MODELS_DIR,
+                                         # the upload's own limit: the run applies the upload's check
+                                         code_max_bytes=settings.CODE_MAX_BYTES)
     except LeaseLost as exc:
         # Another attempt owns the submission now; whatever this one computed is discarded.
         log.warning("%s; sandbox run stopped", exc)
@@ -121,6 +123,8 @@ def run(submission: Submission) -> bool:
     except sandbox.SandboxUnavailable as exc:
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, f"The sandbox is unavailable: {exc}")
     if not result.ok:
+        # Every submission-level failure (all samples failed, too many timeouts, code that no
+        # longer passes the upload check, ...) is the code's own: charged to the sender's quota.
         return lifecycle.fail_run(submission, ErrorCategory.CODE_FAILED, f"{result.failure}: {result.message}")
     scored = scorer_for(submission.task).score(submission.task, submission.test_set, result.scores)
     failures: dict[str, int] = {}

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import importlib
+import importlib.machinery
 import inspect
 import json
 import numbers
@@ -221,13 +222,45 @@ def reap_children() -> None:
             return
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Loads a submitted module from its .py source, always: never from a ``__pycache__`` entry
+    (an unchecked-hash .pyc there would run instead of the source that was validated)."""
+
+    def get_code(self, fullname):
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
+def add_code_dir(code_dir: str) -> None:
+    """Make the submission importable, as source only and after every trusted path.
+
+    Appended (not prepended) to ``sys.path``: the runtime's ``scoring`` copy, the standard
+    library and site-packages always win over a module of the same name in the submission. Its
+    directory and subdirectories get a finder that knows only ``.py`` sources: no bytecode, no
+    extension modules (the upload check refuses both; this holds even if one slipped in)."""
+    finder_for = importlib.machinery.FileFinder.path_hook((SourceOnlyLoader, [".py"]))
+    prefix = code_dir.rstrip("/")
+
+    def hook(path: str):
+        if path == prefix or path.startswith(prefix + "/"):
+            return finder_for(path)
+        raise ImportError("not the submission's directory")
+
+    sys.dont_write_bytecode = True  # as -B: never write (the code directory is read-only anyway)
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.pop(code_dir, None)
+    sys.path.append(code_dir)
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     channel = Channel()
     main_pid = os.getpid()
-    for path in (config["code_dir"], config["runtime_dir"]):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    # The runtime directory (the script's own, normally sys.path[0] already) comes first; the
+    # submission's directory is added only after the model loaded (``add_code_dir``), so nothing
+    # of it can shadow the model loader, torch or transformers while trusted code runs.
+    if config["runtime_dir"] in sys.path:
+        sys.path.remove(config["runtime_dir"])
+    sys.path.insert(0, config["runtime_dir"])
 
     seccomp_problem = install_seccomp() if config.get("seccomp", True) else "disabled"
 
@@ -248,6 +281,7 @@ def main(argv: list[str]) -> int:
 
     # -- the user's module (untrusted from here on)
     started = time.perf_counter()
+    add_code_dir(config["code_dir"])
     try:
         module = importlib.import_module(config["entry"])
         interpret = getattr(module, "interpret", None)

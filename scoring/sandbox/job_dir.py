@@ -2,7 +2,8 @@
 
 ``Job`` is a private directory (mode 0700, removed afterwards) holding the world-readable
 ``code/`` and ``runtime/`` trees that are bound read-only into the sandbox (see ``layout``):
-``install_code`` re-validates and extracts the stored submission, ``install_runtime`` copies
+``install_code`` applies the upload's own check (``upload_check.checked_files``, same limits)
+to the stored submission and unpacks exactly the files it returns, ``install_runtime`` copies
 the child program and the ``scoring`` subset it imports. ``check_model_dir`` refuses a hosted
 model directory that would expose server data; ``Job.model_source`` binds the model directory
 as it is or, when the sandbox user cannot read it, a world-readable copy.
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Iterable
 
 from scoring.sandbox.errors import UnsafeModelDir
-from scoring.sandbox.layout import CHILD_FILE, ENTRY_FILE, RUNTIME_DATA, RUNTIME_MODULES, RUNTIME_PACKAGE
-from scoring.sandbox.upload_check import check_submission_code, read_zip
+from scoring.sandbox.layout import CHILD_FILE, RUNTIME_DATA, RUNTIME_MODULES, RUNTIME_PACKAGE
+from scoring.sandbox.upload_check import DEFAULT_MAX_BYTES, checked_files
 
 SANDBOX_DIR = Path(__file__).resolve().parent    # scoring/sandbox/
 SCORING_ROOT = SANDBOX_DIR.parent                # scoring/: RUNTIME_MODULES and RUNTIME_DATA
@@ -38,14 +39,13 @@ def write_file(path: Path, data: bytes) -> None:
     path.chmod(0o644)
 
 
-def install_code(code_path: Path, destination: Path) -> str:
-    """Copy a stored submission into the job's code directory; return the entry module."""
-    data = code_path.read_bytes()
-    entry = check_submission_code(data, code_path.name, max_bytes=max(len(data), 1))
-    if code_path.suffix.lower() == ".py":
-        write_file(destination / ENTRY_FILE, data)
-        return entry
-    files, _ = read_zip(data, max(len(data), 1))
+def install_code(code_path: Path, destination: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Unpack a stored submission into the job's code directory; return the entry module.
+
+    The stored file passes the very check its upload passed, with the upload's limit
+    (``max_bytes``: CODE_MAX_BYTES), so an upload that was accepted unpacks; one stored before
+    a check was added raises ``InvalidCode`` (the submission's own failure), never an OSError."""
+    files, entry = checked_files(code_path.read_bytes(), code_path.name, max_bytes=max_bytes)
     for path, content in files.items():
         write_file(destination / path, content)
     return entry
@@ -151,14 +151,14 @@ class Job:
     """A private directory (mode 0700, removed afterwards) holding world-readable ``code/`` and
     ``runtime/`` trees that are bound read-only into the sandbox, and ``tmp/`` (mode none)."""
 
-    def __init__(self, code_path: Path):
+    def __init__(self, code_path: Path, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(tempfile.mkdtemp(prefix="expbench-sandbox-"))
         self.name = self.root.name
         try:
             self.code = self._directory("code")
             self.runtime = self._directory("runtime")
             self.tmp = self._directory("tmp", mode=0o700)
-            self.entry = install_code(code_path, self.code)
+            self.entry = install_code(code_path, self.code, max_bytes)
             install_runtime(self.runtime)
         except BaseException:
             self.cleanup()

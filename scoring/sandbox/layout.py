@@ -4,8 +4,8 @@ Inside the jail, read-only below ``INSIDE``: ``code/`` (the submission, its entr
 ``ENTRY_FILE`` for a single ``.py``), ``model/`` (the hosted model) and ``runtime/``: the child
 program as ``CHILD_FILE`` plus a private copy of part of the ``scoring`` package
 (``RUNTIME_MODULES`` and ``RUNTIME_DATA``, paths below ``scoring/``). ``runtime/`` comes first
-on the child's ``sys.path``, so the names it holds at its top level are ``RESERVED_MODULES``: a
-submission may not use them for its entry module.
+on the child's ``sys.path`` (the submission's ``code/`` comes last), so the names it holds at its
+top level are ``RESERVED_MODULES``: a submission may not use them for any top-level module.
 """
 from pathlib import PurePosixPath
 

@@ -13,6 +13,9 @@ SUBMISSION_FAILURES = {
     "crashed": "the sandboxed process died while importing the code (a signal or a limit "
                "killed it, or it exited)",
     "too_many_crashes": "the sandboxed process died on too many samples (in a row, or in total)",
+    "too_many_timeouts": "interpret ran past the per-sample limit on too many samples (in a row, or in total)",
+    "all_samples_failed": "every sample failed (the run produced no valid scores)",
+    "invalid_code": "the stored code does not pass the upload check (stored before a check was added)",
     "total_timeout": "the whole submission ran longer than its wall-clock limit",
     "output_flood": "a reply was larger than the output limit",
     "protocol_error": "the sandboxed process wrote something that is not a valid reply",
@@ -47,6 +50,10 @@ class SandboxLimits:
     # whose child keeps dying fails instead of restarting (each restart reloads the model).
     max_consecutive_crashes: int = 3    # deaths on this many samples in a row
     max_crashes: int = 20               # more deaths than this in one run
+    # The same for per-sample timeouts: each one costs per_sample_seconds plus a restart, so a
+    # method that hangs stops early instead of taking minutes per sample to produce nothing.
+    max_consecutive_timeouts: int = 3   # timeouts on this many samples in a row
+    max_timeouts: int = 10              # more timeouts than this in one run
 
 
 @dataclass

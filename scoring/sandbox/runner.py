@@ -34,11 +34,12 @@ from scoring.sandbox.command import (
     host_env,
     rlimit_command,
 )
-from scoring.sandbox.errors import SandboxUnavailable
+from scoring.sandbox.errors import InvalidCode, SandboxUnavailable
 from scoring.sandbox.job_dir import Job, check_model_dir
 from scoring.sandbox.layout import CHILD_FILE, INSIDE
 from scoring.sandbox.limits import RunResult, SandboxLimits, public_sample, validate_scores
 from scoring.sandbox.protocol import check_reply, check_startup
+from scoring.sandbox.upload_check import DEFAULT_MAX_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,8 @@ class _Runner:
 def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dict], *,
                     limits: SandboxLimits | None = None, mode: str | None = "bwrap",
                     progress: Callable[[int, int], None] | None = None,
-                    protected: Iterable = (), models_root=None) -> RunResult:
+                    protected: Iterable = (), models_root=None,
+                    code_max_bytes: int = DEFAULT_MAX_BYTES) -> RunResult:
     """Run a submitted interpreter on ``samples`` inside the sandbox; see the module docstring.
 
     ``samples``: dicts with ``id``, ``question``, ``context``, ``n_sentences`` and optionally
@@ -240,6 +242,10 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     (``timeout`` / ``crashed``) and a fresh child is started for the next sample; a child that
     keeps dying fails the submission (``too_many_crashes``). ``protected``/``models_root``:
     see ``check_model_dir``, applied before anything is bound (``UnsafeModelDir``).
+    ``code_max_bytes``: the upload limit the stored code was accepted under (CODE_MAX_BYTES);
+    the run applies the upload's check with it before unpacking (``invalid_code`` if it fails).
+    Timeouts are capped like deaths (``too_many_timeouts``), and a run in which every sample
+    failed ends ``all_samples_failed``: a run that produced nothing must not rank.
     """
     limits = limits or SandboxLimits()
     mode = check_mode(mode)
@@ -260,12 +266,18 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     result = RunResult(total=len(public), mode=mode)
     began = time.monotonic()
     total_deadline = began + limits.total_seconds
-    job = Job(code_path)
+    try:
+        job = Job(code_path, code_max_bytes)
+    except InvalidCode as error:  # the submission's own fault (the Job removed its directory)
+        result.status, result.failure = "failed", "invalid_code"
+        result.message = f"the stored code does not pass the upload check: {error}"
+        result.total_seconds = time.monotonic() - began
+        return result
     result.job = job.name
     runner = _Runner(job, model_dir, model_kind, limits, mode, result)
     child: Child | None = None
     graceful = False
-    crashes = consecutive_crashes = 0
+    crashes = consecutive_crashes = timeouts = consecutive_timeouts = 0
     try:
         index = 0
         while index < len(public):
@@ -286,6 +298,15 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                 result.failures[sample_id] = "timeout"
                 result.failure_details[sample_id] = (f"interpret ran longer than "
                                                      f"{limits.per_sample_seconds} s")
+                timeouts += 1
+                consecutive_timeouts += 1
+                if consecutive_timeouts >= limits.max_consecutive_timeouts or timeouts > limits.max_timeouts:
+                    how = (f"on {consecutive_timeouts} samples in a row"
+                           if consecutive_timeouts >= limits.max_consecutive_timeouts
+                           else f"on {timeouts} samples (the limit is {limits.max_timeouts})")
+                    raise _Fail("too_many_timeouts", f"interpret ran longer than the per-sample limit of "
+                                f"{limits.per_sample_seconds} s {how}; the run was stopped "
+                                f"after {result.done} of {result.total} samples") from None
             except ChildDied:
                 # Like a timeout: this sample fails (QUACKIE counts it), a fresh child goes on.
                 signal_name, code = child.death()
@@ -311,7 +332,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
             except ProtocolViolation as error:
                 raise _Fail("protocol_error", f"sample {sample_id}: {error}") from None
             else:
-                consecutive_crashes = 0
+                consecutive_crashes = consecutive_timeouts = 0
                 result.sample_seconds[sample_id] = time.monotonic() - sent
                 _record(result, sample, reply)
             if child is None:  # killed by a timeout or dead: the next sample gets a new one
@@ -321,6 +342,8 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
             index += 1
             if progress:
                 progress(result.done, result.total)
+        if public and not result.scores:
+            raise _Fail("all_samples_failed", f"every sample failed: {_failure_counts(result)}")
         graceful = True
     except _Fail as failure:
         result.status = "failed"
@@ -338,6 +361,14 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
         result.message = (f"{len(result.scores)} of {result.total} samples scored"
                           + (f", {fails} failed" if fails else ""))
     return result
+
+
+def _failure_counts(result: RunResult) -> str:
+    """``"5 timeout"``, ``"3 exception, 2 wrong_length"``: the most frequent first."""
+    counts: dict[str, int] = {}
+    for category in result.failures.values():
+        counts[category] = counts.get(category, 0) + 1
+    return ", ".join(f"{n} {category}" for category, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _record(result: RunResult, sample: dict, reply: dict) -> None:

@@ -190,7 +190,7 @@ def test_the_runtime_holds_the_child_and_the_scoring_subset_under_reserved_names
         assert copied.read_bytes() == (job_dir.SCORING_ROOT / name).read_bytes(), name
     for relative in layout.RUNTIME_DATA:
         assert any(path.is_file() for path in (tmp_path / layout.RUNTIME_PACKAGE / relative).rglob("*"))
-    # runtime/ comes first on the child's sys.path: a submission may not shadow what it holds
+    # runtime/ comes first on the child's sys.path (the code directory last): a submission may not use its names
     assert sorted(Path(name).stem for name in top) == sorted(layout.RESERVED_MODULES)
     for name in layout.RESERVED_MODULES:
         with pytest.raises(InvalidCode, match="reserved"):
@@ -316,7 +316,9 @@ def test_a_zip_submission_gets_question_context_sentences_and_nothing_else(model
                                  "    raise RuntimeError(show(question, context, extra))\n",
         "method/helper.py": "def show(*args):\n    return repr(args)\n"}))
     result = run_interpreter(code, model_dir, "classification", samples(1))
-    assert result.status == "ok" and result.failures == {"q0": "exception"}
+    # Its only sample fails, so the run does (all_samples_failed); the detail is still kept.
+    assert result.failure == "all_samples_failed" and result.failures == {"q0": "exception"}
+    assert result.message == "every sample failed: 1 exception"
     detail = result.failure_details["q0"]
     assert f"RuntimeError: ('Where did the cat sit 0?', {CONTEXT!r}, " \
            f"{{'sentences': {SENTENCES!r}}})" in detail

@@ -14,6 +14,7 @@ installed but unusable (no user namespaces, ...) the tests fail with the probe's
 """
 import io
 import os
+import py_compile
 import shutil
 import socket
 import tempfile
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from scoring import sandbox
-from scoring.sandbox import SandboxLimits, run_interpreter
+from scoring.sandbox import SandboxLimits, run_interpreter, upload_check
 from scoring.sandbox.cgroups import CGROUP_PARENT, CGROUP_ROOT
 
 pytestmark = pytest.mark.needs_bwrap
@@ -468,4 +469,81 @@ def test_malformed_replies_are_the_submissions_own_failure(model_dir, forged, fa
     assert len(result.message) < 400
     assert_scored(result, "before")
     assert "forged" not in result.scores and "after" not in result.scores
+    assert_following_run_works(model_dir)
+
+
+
+# --------------------------------------------------------------------------- what runs is what was checked
+
+def _unchecked_pyc(tmp_path: Path) -> bytes:
+    """bytecode_payload.py as an unchecked-hash .pyc: loaded without any look at a source."""
+    target = tmp_path / "payload.pyc"
+    py_compile.compile(str(FIXTURES / "bytecode_payload.py"), str(target), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    return target.read_bytes()
+
+
+def _zip_of(tmp_path: Path, name: str, files: dict[str, bytes]) -> Path:
+    path = tmp_path / f"{name}.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, data in files.items():
+            archive.writestr(member, data)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_bytecode_and_shadowed_trusted_modules_are_harmless_even_past_the_upload_check(
+        model_dir, tmp_path, monkeypatch):
+    """The upload (and the run's same check) refuse these zips (tests/submissions/
+    test_code_submissions.py). With those two refusals switched off here, the child itself still
+    never runs them: the submission's directory is added after the model loaded and after every
+    trusted path, with a finder that loads .py sources only. Before, the hidden .pyc ran instead
+    of interpreter.py, the lone .pyc imported, and scoring/__init__.py ran at model load."""
+    monkeypatch.setattr(upload_check, "_check_is_source", lambda raw, path: None)
+    monkeypatch.setattr(upload_check, "_check_top_level_names", lambda paths: None)
+    good = (FIXTURES / "good.py").read_bytes()
+    pyc = _unchecked_pyc(tmp_path)
+
+    hidden = run(_zip_of(tmp_path, "hidden", {"interpreter.py": good,
+                                              "__pycache__/interpreter.cpython-311.pyc": pyc}), model_dir, {})
+    assert hidden.status == "ok" and not hidden.failures, (hidden.message, hidden.failure_details)
+    assert_scored(hidden, "before", "after")
+
+    lone = run(_zip_of(tmp_path, "lone", {"interpreter.py": b"import helper\n" + good, "helper.pyc": pyc}),
+               model_dir, {})
+    assert lone.failure == "import_error" and "No module named 'helper'" in lone.message, lone.message
+
+    for shipped in ({"scoring/__init__.py": (FIXTURES / "shadow_scoring_init.py").read_bytes()},
+                    {"scoring/__init__.py": b"", "scoring/models/__init__.py": b"",
+                     "scoring/models/hosted_model.py": (FIXTURES / "shadow_hosted_model.py").read_bytes()}):
+        shadow = run(_zip_of(tmp_path, "shadow", {"interpreter.py": good, **shipped}), model_dir, {})
+        assert shadow.status == "ok" and not shadow.failures, (shadow.message, shadow.stderr[-500:])
+        assert "SHADOWED" not in shadow.stderr + shadow.message
+        assert_scored(shadow, "before", "after")
+    assert_following_run_works(model_dir)
+
+
+def test_timeouts_are_capped_like_crashes(model_dir):
+    """Every sample timing out used to restart the child for each one and end "ok"."""
+    limits = SandboxLimits(per_sample_seconds=2, total_seconds=300, max_consecutive_timeouts=2)
+    batch = [attack(f"loop-{i}", "") for i in range(5)]
+    result = run_interpreter(FIXTURES / "infinite_loop.py", model_dir, "classification", batch, limits=limits)
+    assert_worker_survived(result)
+    assert result.failure == "too_many_timeouts", result.message
+    assert "on 2 samples in a row" in result.message and result.failures == {"loop-0": "timeout", "loop-1": "timeout"}
+    limits = SandboxLimits(per_sample_seconds=2, total_seconds=300, max_timeouts=1)
+    batch = [attack("loop-0", ""), normal("between"), attack("loop-1", ""), normal("after")]
+    result = run_interpreter(FIXTURES / "infinite_loop.py", model_dir, "classification", batch, limits=limits)
+    assert_worker_survived(result)
+    assert result.failure == "too_many_timeouts" and "on 2 samples (the limit is 1)" in result.message
+    assert_following_run_works(model_dir)
+
+
+def test_a_run_in_which_every_sample_fails_fails(model_dir):
+    batch = [attack("a", "1"), attack("b", "2")]
+    result = run_interpreter(FIXTURES / "raises.py", model_dir, "classification", batch, limits=LIMITS)
+    assert_worker_survived(result)
+    assert result.status == "failed" and result.failure == "all_samples_failed"
+    assert result.message == "every sample failed: 2 exception"
     assert_following_run_works(model_dir)

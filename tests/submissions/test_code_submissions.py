@@ -1,7 +1,14 @@
 """Interpreter code submissions (docs/sandbox.md) through Django: upload validation, refusal without a
 sandbox, a real sandboxed run with progress, per-sample failures counted as QUACKIE fails, the
 run's lease kept alive (and given up when lost), unsafe hosted model directories refused."""
+import io
 import logging
+import os
+import py_compile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -9,7 +16,7 @@ from rest_framework.test import APIClient
 
 from scoring import sandbox
 from scoring.sandbox import availability
-from submissions import code_runs, lifecycle
+from submissions import code_runs, intake, lifecycle
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import run_code_submission
 from tests.factories import make_tiny_track, make_user, token_for, upload_file
@@ -97,8 +104,13 @@ def test_sandboxed_run_scores_and_reports_progress(api, track):
 
 @needs_bwrap
 def test_wrong_lengths_are_counted_fails_not_a_crash(api, track):
-    sub = scored_run(api, track, b"def interpret(model, question, context):\n    return [1.0]\n")
-    multi = sum(1 for s in sub.test_set.gold.values() if len(s["sentences"]) > 1)
+    # One question answered right: a run whose every sample fails is a failed run, not fails.
+    samples = code_runs.public_samples(track.task.current_test_set())
+    target = samples[0]["question"]
+    code = (f"def interpret(model, question, context, sentences):\n"
+            f"    return [1.0] * len(sentences) if question == {target!r} else [1.0]\n").encode()
+    sub = scored_run(api, track, code)
+    multi = sum(1 for s in samples if s["n_sentences"] > 1 and s["question"] != target)
     assert sub.details["quackie"]["fails"] == multi > 0
     assert sub.details["sandbox"]["sample_failures"].get("wrong_length") == multi
 
@@ -136,11 +148,16 @@ def test_the_interpreter_receives_the_frozen_public_sentences(api, track):
 
 @needs_bwrap
 def test_the_first_failure_of_each_kind_is_shown_to_debug_with(api, track):
-    code = b"def interpret(model, question, context):\n    raise RuntimeError('boom: ' + question)\n"
+    # Some samples fail, not all: a run whose every sample fails is itself a failure (below).
+    target = code_runs.public_samples(track.task.current_test_set())[0]["question"]
+    code = (f"def interpret(model, question, context, sentences):\n"
+            f"    if question == {target!r}:\n"
+            f"        raise RuntimeError('boom: ' + question)\n"
+            f"    return [float(len(s)) for s in sentences]\n").encode()
     sub = scored_run(api, track, code)
     example = sub.details["sandbox"]["first_failures"]["exception"]
     assert example["sample_id"] in sub.test_set.gold
-    assert "RuntimeError: boom: " in example["detail"] and 'line 2, in interpret' in example["detail"]
+    assert "RuntimeError: boom: " in example["detail"] and 'line 3, in interpret' in example["detail"]
     # The owner reads the tracebacks of their own code on the page and in the API; nobody else
     # does, though the entry is public.
     owner = Client()
@@ -305,3 +322,175 @@ def test_a_forged_protocol_line_is_the_submissions_own_failure_and_counts(api, t
     assert sub.error_message.startswith("protocol_error: ") and "'seconds'" in sub.error_message
     assert intake.submissions_counted_today(sub.user, sub.task) == 1
     assert scored_run(api, track, GOOD).status == Status.SCORED  # the next honest run works
+
+
+
+# --------------------------------------------------------------------------- "Hard to break"
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
+HARMLESS = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
+
+
+def make_zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def unchecked_pyc(source: Path) -> bytes:
+    """``source`` compiled to an unchecked-hash .pyc: Python loads it without any source check."""
+    with tempfile.TemporaryDirectory() as directory:
+        target = Path(directory) / "compiled.pyc"
+        py_compile.compile(str(source), str(target), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        return target.read_bytes()
+
+
+def sandbox_children() -> set[int]:
+    """Child processes of this (the worker) process."""
+    children: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        children |= {int(pid) for pid in (task / "children").read_text().split()}
+    return children
+
+
+@pytest.fixture
+def jobs(monkeypatch):
+    """The job directories of the runs the worker makes (the real runner, observed), to check
+    that none is left behind; and this process's children before, to check none outlives a run."""
+    seen: list[str] = []
+    real = sandbox.run_interpreter
+
+    def observed(*args, **kwargs):
+        result = real(*args, **kwargs)
+        seen.append(result.job)
+        return result
+
+    monkeypatch.setattr(sandbox, "run_interpreter", observed)
+    return seen, sandbox_children()
+
+
+def assert_nothing_left(jobs) -> None:
+    seen, children = jobs
+    assert seen, "the runner never ran"
+    for name in filter(None, seen):
+        assert not (Path(tempfile.gettempdir()) / name).exists(), f"job directory {name} was left behind"
+    assert not sandbox_children() - children, "a sandbox process outlived the run"
+
+
+def run_failed(api, track, code: bytes, name: str = "interpreter.py") -> Submission:
+    response = upload(api, track, code, name=name)
+    assert response.status_code == 201, response.content
+    assert run_code_submission(response.json()["id"]) == Status.FAILED
+    return Submission.objects.get(pk=response.json()["id"])
+
+
+@needs_bwrap
+def test_a_run_whose_every_sample_fails_is_code_failed_and_counts(api, track, jobs):
+    """It used to end `scored` and rank on the public board with nothing but fails."""
+    code = b"def interpret(model, question, context):\n    raise RuntimeError('nothing works')\n"
+    sub = run_failed(api, track, code)
+    n = len(code_runs.public_samples(sub.test_set))
+    assert sub.error_category == ErrorCategory.CODE_FAILED, sub.error_message
+    assert sub.error_message == f"all_samples_failed: every sample failed: {n} exception"
+    assert intake.submissions_counted_today(sub.user, sub.task) == 1  # the sender's own fault
+    board = Client().get(f"/tasks/{track.task.slug}/leaderboard.csv")
+    assert board.status_code == 200 and "Mine" not in board.content.decode()  # nothing ranks
+    assert_nothing_left(jobs)
+    assert scored_run(api, track, HARMLESS).status == Status.SCORED
+
+
+@needs_bwrap
+def test_a_run_of_timeouts_stops_early_as_code_failed_and_counts(api, track, jobs, settings):
+    """Five of five samples timing out used to restart four times, take 202 s and end `scored`."""
+    settings.SANDBOX_SAMPLE_SECONDS = 2
+    code = b"import time\ndef interpret(model, question, context):\n    time.sleep(3600)\n"
+    started = time.monotonic()
+    sub = run_failed(api, track, code)
+    n = len(code_runs.public_samples(sub.test_set))
+    assert n > 3
+    assert sub.error_category == ErrorCategory.CODE_FAILED, sub.error_message
+    assert sub.error_message.startswith("too_many_timeouts: interpret ran longer than the per-sample limit of 2 s "
+                                        "on 3 samples in a row; the run was stopped after 3 of "), sub.error_message
+    assert time.monotonic() - started < 3 * (2 + 60)  # three timeouts, not one per sample
+    assert intake.submissions_counted_today(sub.user, sub.task) == 1
+    assert_nothing_left(jobs)
+    settings.SANDBOX_SAMPLE_SECONDS = 30
+    assert scored_run(api, track, HARMLESS).status == Status.SCORED
+
+
+ONE_CHECK_CASES = {
+    "file-folder clash": ({"interpreter.py": HARMLESS, "lib": b"x", "lib/helper.py": b"x = 1\n"},
+                          "zip entry 'lib' is a file, but other entries use it as a folder (e.g. 'lib/helper.py')"),
+    "256-byte name": ({"interpreter.py": HARMLESS, "n" * 252 + ".txt": b"x"},
+                      "a file or folder name is 256 bytes long; the limit is 255 bytes"),
+    "4097-byte path": ({"interpreter.py": HARMLESS, "/".join(["d" * 200] * 20) + "/" + "e" * 77: b"x"},
+                       "its path is 4097 bytes long; the limit is 1024 bytes"),
+    "hidden __pycache__": ({"interpreter.py": HARMLESS,
+                            "__pycache__/interpreter.cpython-311.pyc": unchecked_pyc(FIXTURES / "bytecode_payload.py")},
+                           "__pycache__ folders are refused"),
+    "source-less .pyc": ({"interpreter.py": b"import helper\n" + HARMLESS,
+                          "helper.pyc": unchecked_pyc(FIXTURES / "bytecode_payload.py")},
+                         "zip entry 'helper.pyc': compiled Python bytecode (.pyc) is refused"),
+    "extension module": ({"interpreter.py": HARMLESS, "fast.cpython-311-x86_64-linux-gnu.so": b"\x7fELF"},
+                         "native code (.cpython-311-x86_64-linux-gnu.so) is refused"),
+    "shipped scoring/models/hosted_model.py": (
+        {"interpreter.py": HARMLESS, "scoring/__init__.py": b"", "scoring/models/__init__.py": b"",
+         "scoring/models/hosted_model.py": (FIXTURES / "shadow_hosted_model.py").read_bytes()},
+        "the top-level module name 'scoring' is the sandbox runner's own"),
+    "shipped scoring/__init__.py": ({"interpreter.py": HARMLESS,
+                                     "scoring/__init__.py": (FIXTURES / "shadow_scoring_init.py").read_bytes()},
+                                    "the top-level module name 'scoring' is the sandbox runner's own"),
+    "standard-library name": ({"interpreter.py": b"import json\n" + HARMLESS, "json.py": b"x = 1\n"},
+                              "the top-level module name 'json' is a standard-library module"),
+}
+
+
+@pytest.mark.parametrize("case", list(ONE_CHECK_CASES))
+def test_what_would_fail_or_run_unchecked_at_run_time_is_refused_at_upload(api, track, settings, case):
+    """Each of these used to be accepted at upload and then fail every run as `scorer_error`
+    (clash, long names) or run something other than the checked source (bytecode, a shadowed
+    trusted module). Refused now, with the reason, costing no quota."""
+    settings.SANDBOX = "none"  # refused before any run: no sandbox needed to show it
+    files, message = ONE_CHECK_CASES[case]
+    response = upload(api, track, make_zip(files), name="method.zip")
+    assert response.status_code == 400, response.content
+    assert message in response.json()["error"]
+    sub = Submission.objects.get()
+    assert sub.status == Status.REJECTED and sub.error_category == ErrorCategory.INVALID_INPUT
+    assert intake.submissions_counted_today(sub.user, sub.task) == 0
+    assert upload(api, track, make_zip({"interpreter.py": HARMLESS}), name="method.zip").status_code == 201
+
+
+@needs_bwrap
+def test_an_honest_zip_that_expands_80_fold_is_accepted_and_runs(api, track, jobs):
+    """The run used to re-check the stored zip against 10x its own size (24 KB for this
+    2.4 KB zip) instead of the upload limit: accepted, then every run failed as `scorer_error`."""
+    data = make_zip({"interpreter.py": HARMLESS, "vocabulary.txt": b"the cat sat on the mat\n" * 34_830})
+    assert 2_000 < len(data) < 3_000 and 800_000 < 23 * 34_830 < 810_000
+    response = upload(api, track, data, name="method.zip")
+    assert response.status_code == 201, response.content
+    assert run_code_submission(response.json()["id"]) == Status.SCORED
+    assert Submission.objects.get(pk=response.json()["id"]).details["sandbox"]["sample_failures"] == {}
+    assert_nothing_left(jobs)
+
+
+def test_stored_code_that_fails_the_upload_check_is_code_failed_not_scorer_error(api, track, jobs, settings):
+    """The run applies the upload's check (same function, same limits) before unpacking: code
+    stored before a check existed fails as the submission's own `invalid_code`, never a
+    refunded `scorer_error` a maintainer retries forever."""
+    settings.SANDBOX = "none"
+    response = upload(api, track, make_zip({"interpreter.py": HARMLESS}), name="method.zip")
+    assert response.status_code == 201, response.content
+    sub = Submission.objects.get(pk=response.json()["id"])
+    Path(sub.file.path).write_bytes(make_zip({
+        "interpreter.py": HARMLESS,
+        "__pycache__/interpreter.cpython-311.pyc": unchecked_pyc(FIXTURES / "bytecode_payload.py")}))
+    assert run_code_submission(sub.pk) == Status.FAILED
+    sub.refresh_from_db()
+    assert sub.error_category == ErrorCategory.CODE_FAILED
+    assert sub.error_message.startswith("invalid_code: the stored code does not pass the upload check: ")
+    assert "__pycache__ folders are refused" in sub.error_message
+    assert_nothing_left(jobs)
