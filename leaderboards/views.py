@@ -88,6 +88,16 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     return {**part, "rows": rows, "prior_text": dist(rows[0].get("prior") or {}) if rows else ""}
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula: a method name such as
+# =HYPERLINK(...) must reach it as text (OWASP's CSV injection advice: prefix a quote).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: object) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def csv_number(value: float | None) -> str:
     """A score for the CSV: three decimals, or empty when undefined (e.g. SNR with no signal)."""
     return "" if value is None else f"{value:.3f}"
@@ -104,11 +114,12 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     for row in leaderboard_rows(task):
         ci = row["ci"] or {}
         writer.writerow(
-            [row["rank"] or "", row["method"], row["team"], row["date"] or "", row["reported"], row["kind"]]
+            [row["rank"] or "", csv_text(row["method"]), csv_text(row["team"]), row["date"] or "", row["reported"],
+             row["kind"]]
             + [csv_number(row["scores"].get(k)) for k in keys]
             + [csv_number((ci.get(k) or (None, None))[0]) for k in keys]
             + [csv_number((ci.get(k) or (None, None))[1]) for k in keys]
-            + [row["source"], row["url"]]
+            + [csv_text(row["source"]), csv_text(row["url"])]
         )
     return response
 

@@ -25,12 +25,15 @@ def score(value: float | str | None, decimals: int | str = 3) -> str:
 
 @register.simple_tag
 def ci_bar(low: float | None, high: float | None, value: float | None, width: float = 90) -> str:
-    """A small inline SVG: the 95% CI as a bar on a 0-100 axis with the point estimate."""
+    """A small inline SVG: the 95% CI as a bar with the point estimate, on a 0-100 axis that
+    widens to hold the interval (SNR and other unbounded scores are drawn, never clamped)."""
     if low is None or high is None or value is None:
         return ""
+    bottom = min(0.0, float(low), float(value))
+    top = max(100.0, float(high), float(value))
 
     def x(v: float) -> float:
-        return round(max(0.0, min(100.0, float(v))) / 100 * width, 2)
+        return round((float(v) - bottom) / (top - bottom) * width, 2)
 
     return mark_safe(
         f'<svg class="ci-bar" width="{width}" height="8" viewBox="0 0 {width} 8" role="img" '
