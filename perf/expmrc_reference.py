@@ -6,7 +6,7 @@ Run as a script it is a stand-in for the official ``eval_expmrc.py`` process:
 
 and prints the official one-line JSON. It imports nltk and the standard library only (no
 ``scoring``), as the official script does, so the whole-process timing compares like with like.
-The algorithm follows /work/shared/reference/expmrc.md sections 5.2-5.6 (docs/metrics.md#expmrc):
+The algorithm follows docs/metrics.md#expmrc (tokenization, normalization, per-question scores):
 character loop, list-based normalization, Counter intersection, no caching. It is our own
 restatement of that description, not the official code.
 """

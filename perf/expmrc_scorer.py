@@ -2,8 +2,8 @@
 
 Run: .venv/bin/python perf/expmrc_scorer.py [--submissions 4] [--repeats 3] [--seed 0]
 
-Peer: the official ExpMRC algorithm (eval_expmrc.py as described in
-/work/shared/reference/expmrc.md and docs/metrics.md#expmrc), restated plainly and uncached in
+Peer: the official ExpMRC algorithm (eval_expmrc.py of Cui et al., 2022, as docs/metrics.md#expmrc
+describes it), restated plainly and uncached in
 perf/expmrc_reference.py; it gives the same figures (checked on every submission timed).
 
 Workload: SQuAD and RACE+ dev gold. From each official sample submission the script derives

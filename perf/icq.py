@@ -3,7 +3,7 @@
 Run: .venv/bin/python perf/icq.py [--instances 100000] [--seed 0] [--repeats 5]
 
 Peer: the ICQ authors' method as they describe it (Huang & Zhu, Findings of EMNLP 2023;
-/work/shared/reference/icq_skills.md section 1), written plainly with pandas and numpy
+docs/diagnostics.md#icq-cue-profiling), written plainly with pandas and numpy
 (``peer_cues`` below): count feature x label occurrences in the reference split R and the test
 split S (classification: per instance; multi-choice: a feature belongs to a question when it
 fires in some but not all of its options, and its labels are counted over those option rows,

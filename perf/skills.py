@@ -3,7 +3,7 @@
 Run: .venv/bin/python perf/skills.py [--repeat N]
 
 Peer: each skill built separately, as the original InDepth-Eva-MRC code does it (its ``Skill``
-package builds one skill per run, see /work/shared/reference/icq_skills.md section 2.1):
+package builds one skill per run; Wu et al., 2022, docs/diagnostics.md#skill-based-reconstructed-sets):
 ``skills.build_variant(gold, skill)`` once for every entry of ``skills.SKILLS`` (s1–s14 and s9p,
 15 calls; s3 and s6 return at once: not applicable / not configured without translation models),
 each call analysing the passages again. Ours: ``skills.build_all(gold)`` (what
