@@ -81,7 +81,7 @@ OUTSIDE_CITATION = re.compile(r"SPEC\s*§|\breference[/ ][\w.-]+\.md|shared/refe
 
 
 @pytest.mark.parametrize("folder", ["scoring", "core", "accounts", "benchmark", "submissions", "leaderboards",
-                                    "config", "expbench_client", "templates", "docs"])
+                                    "config", "expbench_client", "templates", "docs", "perf", "scripts"])
 def test_nothing_cites_a_document_outside_the_repository_or_an_internal_label(folder):
     found = []
     for path in sorted((ROOT / folder).rglob("*")):
