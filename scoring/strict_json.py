@@ -138,6 +138,15 @@ def loads_json(text: str | bytes, **hooks):
             gc.enable()
 
 
+def plain_json(value: object) -> object:
+    """A value read with :class:`JsonObject` objects (pairs, duplicates kept) as plain JSON values."""
+    if isinstance(value, JsonObject):
+        return {key: plain_json(item) for key, item in value}
+    if isinstance(value, list):
+        return [plain_json(item) for item in value]
+    return value
+
+
 def show(value: str, limit: int = 40) -> str:
     """A submitter's own string, quoted on one line and shortened."""
     return json.dumps(value if len(value) <= limit else value[: limit - 3] + "...")

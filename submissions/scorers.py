@@ -5,17 +5,15 @@ precise, gold-free message); ``score(task, test_set, predictions)`` returns a Sc
 per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers and diagnostics
 work the same for every kind.
 """
-import json
 import math
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from benchmark.models import SkillVariant, Task, TestSet
 from scoring.analysis import skills
 from scoring.metrics import checklist, classification, expmrc, quackie
-from scoring.strict_json import InvalidPredictions, JsonObject, listed, load_json_object, parse_id_to_string, show
+from scoring.strict_json import InvalidPredictions, parse_id_to_string, show
 
 __all__ = ["InvalidPredictions", "ScoredRun", "scorer_for"]
 
@@ -81,19 +79,15 @@ class SkillsScorer:
 
     def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int,
               stored: bool = False) -> dict[str, dict[str, dict]]:
-        text, document = load_json_object(raw, max_bytes=max_bytes,
-                                           expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
+        document = skills.read_sections(raw, max_bytes=max_bytes)
         variants = self.variants(test_set)
         names = [name for name, _ in document]
-        repeated = sorted(name for name, count in Counter(names).items() if count > 1)  # linear, not count() per name
-        if repeated:
-            raise InvalidPredictions(f"duplicated sections: {listed(repeated)}")
         refused = [name for name in names if name != "original" and name not in variants]
-        refused_set = set(refused)
+        refused_set = set(refused)  # looked up per section: a set keeps a file of many sections linear
         if refused and not stored:
             raise InvalidPredictions(self.refusal(refused, test_set, variants))
         if "original" not in names:
-            raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
+            raise InvalidPredictions(skills.MISSING_ORIGINAL)
         parsed: dict[str, Any] = {}
         for name, section in document:
             if name in refused_set:
@@ -102,11 +96,7 @@ class SkillsScorer:
                 parsed[name] = None
                 continue
             spec = test_set.key_spec if name == "original" else variants[name].key_spec
-            try:  # parse_predictions reads text as well as bytes (load_json_object takes both)
-                parsed[name] = expmrc.parse_predictions(json.dumps(_plain(section)),  # type: ignore[arg-type]
-                                                        expmrc.KeySpec.from_dict(spec), max_bytes=max_bytes)
-            except InvalidPredictions as exc:
-                raise InvalidPredictions(f"section {show(name)}: {exc}") from None
+            parsed[name] = skills.parse_section(name, section, expmrc.KeySpec.from_dict(spec), max_bytes=max_bytes)
         return parsed
 
     def refusal(self, refused: list[str], test_set: TestSet, variants: dict[str, SkillVariant]) -> str:
@@ -233,15 +223,6 @@ def _finite_or_none(value, limit=sys.float_info.max):
         return None
     value = float(value)
     return value if math.isfinite(value) and abs(value) <= limit else None
-
-
-def _plain(pairs):
-    """A JsonObject (list of pairs, duplicates kept) back to plain JSON values."""
-    if isinstance(pairs, JsonObject):
-        return {key: _plain(value) for key, value in pairs}
-    if isinstance(pairs, list):
-        return [_plain(value) for value in pairs]
-    return pairs
 
 
 def _skill_order(name):

@@ -6,15 +6,14 @@ one-line ``error: ...``. See docs/diagnostics.md#skill-based-reconstructed-sets.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 from scoring.analysis.skills.catalogue import EN, OK, SKILLS, ZH
 from scoring.analysis.skills.gaps import skill_gaps
-from scoring.analysis.skills.scorer import score_variant
+from scoring.analysis.skills.scorer import MISSING_ORIGINAL, parse_section, read_sections, score_variant
 from scoring.analysis.skills.variants import build_all, public_inputs
 from scoring.metrics import expmrc
-from scoring.strict_json import InvalidJson, InvalidPredictions, JsonObject, listed, load_json_object, loads_json, show
+from scoring.strict_json import InvalidJson, InvalidPredictions, loads_json, show
 
 SEED = 0  # the server's build and gap seed
 MAX_BYTES = 200 * 1024 * 1024
@@ -90,14 +89,10 @@ def _sections(path: str, gold: dict, results: dict) -> dict:
     except OSError as exc:
         raise SkillsInputError(f"cannot read skills file {path}: {exc.strerror or exc}") from None
     try:
-        _, document = load_json_object(raw, max_bytes=MAX_BYTES,
-                                       expected='{"original": {<predictions>}, "s1": {<predictions>}, ...}')
+        document = read_sections(raw, max_bytes=MAX_BYTES)
         names = [name for name, _ in document]
-        repeated = sorted(name for name, count in Counter(names).items() if count > 1)  # linear, not count() per name
-        if repeated:
-            raise InvalidPredictions(f"duplicated sections: {listed(repeated)}")
         if "original" not in names:
-            raise InvalidPredictions('section "original" is missing: the gaps are measured against it')
+            raise InvalidPredictions(MISSING_ORIGINAL)
         parsed = {}
         for name, section in document:
             if name == "original":
@@ -110,21 +105,10 @@ def _sections(path: str, gold: dict, results: dict) -> dict:
             else:
                 raise InvalidPredictions(f"section {show(name)} is not a skill section "
                                          f"(known: original, {', '.join(SKILLS)})")
-            try:
-                parsed[name] = expmrc.parse_predictions(json.dumps(_plain(section)), spec, max_bytes=MAX_BYTES)
-            except InvalidPredictions as exc:
-                raise InvalidPredictions(f"section {show(name)}: {exc}") from None
+            parsed[name] = parse_section(name, section, spec, max_bytes=MAX_BYTES)
     except InvalidPredictions as exc:
         raise SkillsInputError(f"invalid skills file {path}: {exc}") from None
     return parsed
-
-
-def _plain(value):
-    if isinstance(value, JsonObject):
-        return {key: _plain(item) for key, item in value}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def score(gold_path: str, skills_path: str, language: str | None) -> dict:

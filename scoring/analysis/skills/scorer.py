@@ -22,11 +22,17 @@ See docs/diagnostics.md#skill-based-reconstructed-sets.
 """
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from scoring.analysis.skills.catalogue import UNK
 from scoring.metrics import expmrc
+from scoring.strict_json import InvalidPredictions, JsonObject, listed, load_json_object, plain_json, show
+
+SKILLS_FORMAT = '{"original": {<predictions>}, "s1": {<predictions>}, ...}'
+MISSING_ORIGINAL = 'section "original" is missing: the gaps are measured against it'
 
 _MASK = re.compile(re.escape(UNK), re.IGNORECASE)
 
@@ -109,3 +115,22 @@ def score_variant(variant_gold: dict, predictions: dict) -> expmrc.ExpmrcScore:
         return expmrc.ExpmrcScore(kind=expmrc.SPAN, version=variant_gold.get("version", ""), answer=0.0,
                                   evidence=0.0, overall=0.0, total=0, unanswered=0, per_question=[])
     return expmrc.score_predictions({"version": variant_gold["version"], "data": data}, read)
+
+
+def read_sections(raw: bytes | str, *, max_bytes: int) -> JsonObject:
+    """The sections of a skills submission, as ``(name, predictions)`` pairs in file order: one
+    JSON object, no section name twice (checked in linear time, whatever the number of keys).
+    Which names are allowed is the caller's: the server knows the variants it built."""
+    _, document = load_json_object(raw, max_bytes=max_bytes, expected=SKILLS_FORMAT)
+    repeated = sorted(name for name, count in Counter(name for name, _ in document).items() if count > 1)
+    if repeated:
+        raise InvalidPredictions(f"duplicated sections: {listed(repeated)}")
+    return document
+
+
+def parse_section(name: str, section: object, spec: expmrc.KeySpec, *, max_bytes: int) -> dict:
+    """One section as validated ExpMRC predictions for ``spec``; a problem names the section."""
+    try:
+        return expmrc.parse_predictions(json.dumps(plain_json(section)).encode(), spec, max_bytes=max_bytes)
+    except InvalidPredictions as exc:
+        raise InvalidPredictions(f"section {show(name)}: {exc}") from None
