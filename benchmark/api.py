@@ -18,10 +18,18 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Task.objects.filter(is_listed=True).select_related("benchmark")
+    queryset = Task.objects.select_related("benchmark")
     serializer_class = TaskSerializer
     lookup_field = "slug"
     permission_classes = [AllowAny]
+
+    def get_queryset(self):
+        # The list shows listed tasks; a detail route reaches unlisted ones too; hidden tasks
+        # answer 404 to everyone but staff.
+        tasks = super().get_queryset()
+        if self.action == "list":
+            return tasks.listed_for(self.request.user)
+        return tasks.visible_to(self.request.user)
 
     @extend_schema(
         summary="Public inputs of the task's hidden test set (no answers, no evidence)",

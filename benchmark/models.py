@@ -3,6 +3,7 @@ reported (human / paper) results."""
 from typing import Any
 
 from django.db import models, transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -24,6 +25,37 @@ class Benchmark(models.Model):
         return self.name
 
 
+class Visibility(models.TextChoices):
+    PUBLIC = "public", "Public (listed)"
+    UNLISTED = "unlisted", "Unlisted (reachable by its address, not listed)"
+    HIDDEN = "hidden", "Hidden (staff only)"
+
+
+class RankingRule(models.TextChoices):
+    ALL = "all", "Every public entry"
+    BEST_PER_SYSTEM = "best_per_system", "One per system: its best entry"
+    LATEST_PER_SYSTEM = "latest_per_system", "One per system: its latest entry"
+
+
+class TaskQuerySet(QuerySet):
+    def visible_to(self, user: Any) -> "TaskQuerySet":
+        """Tasks ``user`` may reach by address: hidden tasks exist for staff only (everyone else
+        gets a 404, never a 403, so their existence is not confirmed)."""
+        if getattr(user, "is_staff", False):
+            return self
+        return self.exclude(visibility=Visibility.HIDDEN)
+
+    def listed_for(self, user: Any) -> "TaskQuerySet":
+        """Tasks shown in lists (home, benchmark pages, the API's task list): public ones, and
+        for staff the hidden ones too (marked as such), never the unlisted ones."""
+        shown = [Visibility.PUBLIC, Visibility.HIDDEN] if getattr(user, "is_staff", False) else [Visibility.PUBLIC]
+        return self.filter(visibility__in=shown)
+
+    def public(self) -> "TaskQuerySet":
+        """Tasks anyone may list (what anonymous pages and caches show)."""
+        return self.filter(visibility=Visibility.PUBLIC)
+
+
 class Task(models.Model):
     SPAN, MULTICHOICE = "span", "multichoice"
     INTERPRETATION, CLASSIFICATION, CHECKLIST = "interpretation", "classification", "checklist"
@@ -43,17 +75,30 @@ class Task(models.Model):
     language = models.CharField(max_length=5, choices=LANGUAGE_CHOICES, default="en")
     description = models.TextField(blank=True)
     order = models.PositiveIntegerField(default=0)
-    is_listed = models.BooleanField(default=True, help_text="Shown on the home page and in the API.")
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC,
+        help_text="Public: listed. Unlisted: reachable by its address only. Hidden: staff only, 404 for others.",
+    )
+    ranking_rule = models.CharField(
+        max_length=20, choices=RankingRule.choices, default=RankingRule.ALL,
+        help_text="Which public entries rank: all, or one per system (same user and system name).",
+    )
     accepts_submissions = models.BooleanField(default=True)
     daily_quota = models.PositiveIntegerField(
         null=True, blank=True, help_text="Submissions per user per UTC day; empty = site default."
     )
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["benchmark__order", "order", "name"]
 
     def __str__(self):
         return f"{self.benchmark.name} / {self.name}"
+
+    @property
+    def is_hidden(self) -> bool:
+        return self.visibility == Visibility.HIDDEN
 
     def get_absolute_url(self) -> str:
         return reverse("task-leaderboard", args=[self.slug])
@@ -139,6 +184,8 @@ class TestSet(models.Model):
     key_spec = models.JSONField()
     # What researchers download: the gold with answers and evidences removed.
     public_inputs = models.JSONField()
+    # What a maintainer says changed from the previous version (shown in entries' score history).
+    change_note = models.TextField(blank=True)
     # Dataset-level diagnostics of this version (e.g. ICQ cues vs the reference split):
     # aggregates only, computed by a worker after import.
     diagnostics = models.JSONField(default=dict, blank=True)

@@ -6,7 +6,7 @@ from .models import Task
 
 
 def task_inputs_download(request: HttpRequest, slug: str) -> JsonResponse:
-    task = get_object_or_404(Task, slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     test_set = task.current_test_set()
     if test_set is None:
         return JsonResponse({"error": f"Task {task.slug} has no test set yet."}, status=404)

@@ -18,7 +18,7 @@ from .serializers import LeaderboardSerializer
 @api_view(["GET"])
 @permission_classes([AllowAny])
 def task_leaderboard(request: Request, slug: str) -> Response:
-    task = get_object_or_404(Task.objects.filter(is_listed=True), slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     test_set = task.current_test_set()
     return Response(LeaderboardSerializer({
         "task": task.slug,

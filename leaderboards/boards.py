@@ -128,7 +128,7 @@ def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[
     submission on every task of the benchmark, ranked by the mean of their primary metric.
     For each task the system's latest scored submission counts. The human row is the mean
     of the reported human rows when every task has one."""
-    tasks = [t for t in benchmark.tasks.filter(is_listed=True) if t.current_test_set() is not None]
+    tasks = [t for t in benchmark.tasks.public() if t.current_test_set() is not None]
     if not tasks:
         return tasks, []
     per_system: dict[tuple[int, str], dict[str, Submission]] = {}

@@ -24,7 +24,7 @@ def home(request: HttpRequest) -> HttpResponse:
     cards = []
     for benchmark in benchmarks:
         tasks = []
-        for task in benchmark.tasks.filter(is_listed=True):
+        for task in benchmark.tasks.listed_for(request.user):
             rows = leaderboard_rows(task)
             best = next((r for r in rows if r["kind"] == "submission"), None)
             human = next((r for r in rows if r["kind"] == "human"), None)
@@ -52,7 +52,7 @@ def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str,
 
 
 def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user).select_related("benchmark"), slug=slug)
     test_set = task.current_test_set()
     rows = list(table_rows(task, leaderboard_rows(task)))
     track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
@@ -104,7 +104,7 @@ def csv_number(value: float | None) -> str:
 
 
 def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task, slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.slug}-leaderboard.csv"'
     writer = csv.writer(response)
@@ -138,7 +138,7 @@ GROUP_LABELS = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_
 def task_skills(request: HttpRequest, slug: str) -> HttpResponse:
     """Reconstructed test sets of a span task, their downloads, and the skill board: public
     skill submissions with the F1 gap per skill (the InDepth-Eva-MRC chart, one per skill group)."""
-    task = get_object_or_404(Task.objects.select_related("benchmark"), slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user).select_related("benchmark"), slug=slug)
     listing = skill_listing(task, request)
     entries = []
     for sub in public_skill_submissions(task, task.current_test_set()):

@@ -40,7 +40,7 @@ def refusal_response(exc: intake.SubmissionRefused) -> Response:
 @permission_classes([IsAuthenticated])
 def task_quota(request: Request, slug: str) -> Response:
     """GET /api/tasks/{slug}/quota/: limit, used, remaining and when the count resets."""
-    task = get_object_or_404(Task, slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     user = cast(User, request.user)  # IsAuthenticated: never the anonymous user here
     return Response({"task": task.slug, **QuotaSerializer(intake.quota_status(user, task)).data})
 
@@ -56,7 +56,7 @@ def task_quota(request: Request, slug: str) -> Response:
 @permission_classes([IsAuthenticated])
 def task_submissions(request: Request, slug: str) -> Response:
     """POST /api/tasks/{slug}/submissions/: validate fields, then the file; answer 201 or 4xx."""
-    task = get_object_or_404(Task, slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     form = SubmissionCreateSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:

@@ -102,6 +102,15 @@ class Submission(models.Model):
     description = models.TextField(blank=True)
     url = models.URLField(blank=True)
     public = models.BooleanField(default=True, help_text="Shown on the public leaderboard once scored.")
+    # Entries of one system share this name (empty: the method name is the system). The average
+    # board and the one-per-system ranking rule group entries by (user, system).
+    system_name = models.CharField(max_length=120, blank=True)
+
+    # Curation by maintainers: a flagged entry leaves the board and its page says why (the reason
+    # is public); a verified entry carries a mark on the board.
+    flag_reason = models.CharField(max_length=300, blank=True)
+    flagged_at = models.DateTimeField(null=True, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
 
     file = models.FileField(upload_to=submission_upload_path, blank=True)
     original_filename = models.CharField(max_length=255, blank=True)
@@ -119,6 +128,10 @@ class Submission(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
 
+    # A re-score (``submissions.rescoring``) scores the stored file on this test set; when the
+    # score is stored it becomes ``test_set`` (until then the entry keeps its previous score).
+    rescore_test_set = models.ForeignKey("benchmark.TestSet", on_delete=models.PROTECT, null=True, blank=True,
+                                         related_name="+")
     scorer_version = models.CharField(max_length=40, blank=True)
     scores = models.JSONField(default=dict, blank=True)
     ci = models.JSONField(default=dict, blank=True)
@@ -158,6 +171,50 @@ class Submission(models.Model):
         return ERROR_HELP.get(self.error_category, "")
 
     @property
+    def system(self) -> str:
+        return self.system_name or self.method_name
+
+    @property
+    def is_flagged(self) -> bool:
+        return bool(self.flag_reason)
+
+    @property
     def team(self) -> str:
         profile = getattr(self.user, "profile", None)
         return (profile.team if profile and profile.team else "") or self.user.username
+
+
+class ScoreRecord(models.Model):
+    """One score a submission had: every stored score is kept, tagged with the test-set version
+    and scorer version it was computed on. The submission's own columns hold the latest one."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="score_history")
+    test_set = models.ForeignKey("benchmark.TestSet", on_delete=models.PROTECT, related_name="+")
+    test_set_version = models.CharField(max_length=50)
+    scorer_version = models.CharField(max_length=40)
+    scores = models.JSONField(default=dict)
+    ci = models.JSONField(default=dict, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    unanswered = models.PositiveIntegerField(default=0)
+    # Why this score was computed: "first score", or what changed since the previous one.
+    reason = models.CharField(max_length=300, blank=True)
+    scored_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["submission", "-scored_at", "-id"]
+
+    def __str__(self):
+        return f"#{self.submission_id} on v{self.test_set_version} / scorer {self.scorer_version}"
+
+
+class NameChange(models.Model):
+    """Audit trail of a scored entry's public name (shown to staff)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="name_changes")
+    old_name = models.CharField(max_length=120)
+    new_name = models.CharField(max_length=120)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["submission", "-changed_at", "-id"]

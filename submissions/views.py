@@ -20,7 +20,7 @@ from .models import Status, Submission
 
 @login_required
 def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task, slug=slug)
+    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     quota = intake.quota_status(request.user, task)
     rejected = None
     if request.method == "POST":
