@@ -6,9 +6,11 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from benchmark.models import Benchmark, ReportedResult, Task
+from benchmark.models import Benchmark, RankingRule, ReportedResult, Task
 from scoring.stats import significance_tiers
-from submissions.models import BASELINES_USERNAME, Submission
+from submissions.models import BASELINES_USERNAME, Status, Submission
+from submissions.rescoring import RESCORABLE_KINDS
+from submissions.scorers import current_scorer_version
 from submissions.selectors import item_scores_of, public_scored_submissions
 
 
@@ -34,11 +36,16 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
             "no_snr": None,
             "unranked_reason": "",
             "baseline": reported.kind == ReportedResult.BASELINE,
+            "system": reported.method,
+            "verified": False,
+            "stale": False,
+            "rescoring": False,
         }
         (pinned if reported.kind == ReportedResult.HUMAN else ranked).append(row)
 
     test_set = task.current_test_set()
-    for sub in public_scored_submissions(task, test_set):
+    entries = list(public_scored_submissions(task, test_set))
+    for sub in one_per_system(task, entries):
         ranked.append(
             {
                 "rank": None,
@@ -57,6 +64,11 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
                 "no_snr": (sub.details or {}).get("quackie", {}).get("no_snr"),
                 "unranked_reason": unranked_reason(task, sub.details or {}),
                 "baseline": sub.user.username == BASELINES_USERNAME,
+                "system": sub.system,
+                "verified": sub.verified_at is not None,
+                # Scored by an older scorer than the task's now: shown, marked, until re-scored.
+                "stale": sub.kind in RESCORABLE_KINDS and sub.scorer_version != current_scorer_version(task, sub.kind),
+                "rescoring": sub.status != Status.SCORED,
             }
         )
     # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first. An entry
@@ -78,6 +90,37 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
         row.update(tier=None, p_vs_above=None, p_vs_leader=None, p_adjusted=None)
     add_tiers(task, ranked)
     return pinned + ranked + unranked
+
+
+def one_per_system(task: Task, entries: list[Submission]) -> list[Submission]:
+    """The entries the task's ranking rule lets rank: all of them, or one per system (same user
+    and system name): its best on the primary metric or its latest. ``entries`` oldest first."""
+    if task.ranking_rule == RankingRule.ALL:
+        return entries
+    def primary(sub: Submission) -> float:
+        value = sub.scores.get(task.primary_metric)
+        return float("-inf") if value is None else float(value)
+
+    chosen: dict[tuple[int, str], Submission] = {}
+    for sub in entries:
+        key = (sub.user_id, sub.system)
+        held = chosen.get(key)
+        # Latest: a later entry replaces the held one; best: only a strictly better one does.
+        if held is None or task.ranking_rule == RankingRule.LATEST_PER_SYSTEM or primary(sub) > primary(held):
+            chosen[key] = sub
+    kept = {sub.pk for sub in chosen.values()}
+    return [sub for sub in entries if sub.pk in kept]
+
+
+def entries_awaiting_rescore(task: Task) -> int:
+    """Public scored entries still on an earlier test-set version: they return to the board once
+    re-scored (``manage.py rescore``)."""
+    test_set = task.current_test_set()
+    if test_set is None:
+        return 0
+    return (Submission.objects.filter(task=task, status__in=[Status.SCORED, Status.QUEUED, Status.RUNNING], public=True,
+                                      kind__in=RESCORABLE_KINDS, flag_reason="")
+            .exclude(test_set=test_set).exclude(scores={}).count())
 
 
 # QUACKIE (docs/metrics.md#quackie): a sample whose scores failed is left out of the means, so an
@@ -124,7 +167,7 @@ def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
 
 
 def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:
-    """The benchmark-wide board: systems (same user and method name) with a public scored
+    """The benchmark-wide board: systems (same user and system name) with a public scored
     submission on every task of the benchmark, ranked by the mean of their primary metric.
     For each task the system's latest scored submission counts. The human row is the mean
     of the reported human rows when every task has one."""
@@ -134,7 +177,7 @@ def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[
     per_system: dict[tuple[int, str], dict[str, Submission]] = {}
     for task in tasks:
         for sub in public_scored_submissions(task, task.current_test_set()):  # oldest first: latest wins
-            per_system.setdefault((sub.user_id, sub.method_name), {})[task.slug] = sub
+            per_system.setdefault((sub.user_id, sub.system), {})[task.slug] = sub
     rows = []
     humans = {r.task.slug: r for r in ReportedResult.objects.filter(task__in=tasks, kind=ReportedResult.HUMAN)}
     if len(humans) == len(tasks):

@@ -8,6 +8,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 
+from benchmark.models import Visibility
 from scoring.stats import paired_test
 from submissions.models import Status, Submission
 from submissions.selectors import item_scores_of
@@ -26,6 +27,8 @@ def visible_submission(user: AbstractBaseUser | AnonymousUser, submission_id: st
     visible = Q(public=True)
     if user.is_authenticated:
         visible |= Q(user=user)
+    if not user.is_staff:
+        visible &= ~Q(task__visibility=Visibility.HIDDEN)
     sub = (Submission.objects.select_related("task", "test_set", "user__profile")
            .defer("test_set__gold", "test_set__public_inputs", "test_set__diagnostics")
            .filter(visible, pk=pk, status=Status.SCORED).first())

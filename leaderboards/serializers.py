@@ -28,6 +28,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
                                         help_text="p_vs_leader corrected for comparing against the best of several")
     p_vs_above = serializers.FloatField(
         allow_null=True, help_text="paired sign-flip p-value against the scored entry ranked just above")
+    system = serializers.CharField(required=False, help_text="the system the entry belongs to (its user's grouping)")
+    verified = serializers.BooleanField(required=False, help_text="checked by the maintainers")
+    stale = serializers.BooleanField(required=False,
+                                     help_text="scored by an older scorer version than the task's; to be re-scored")
+    rescoring = serializers.BooleanField(required=False,
+                                         help_text="being re-scored now; the scores shown are its previous ones")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -35,3 +41,54 @@ class LeaderboardSerializer(serializers.Serializer):
     primary_metric = serializers.CharField()
     test_set_version = serializers.CharField(allow_null=True)
     rows = LeaderboardRowSerializer(many=True)
+
+
+class AverageRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True)
+    method = serializers.CharField()
+    team = serializers.CharField()
+    per_task = serializers.DictField(child=serializers.FloatField(allow_null=True),
+                                     help_text="task slug -> the task's primary metric")
+    average = serializers.FloatField()
+    reported = serializers.BooleanField()
+    kind = serializers.CharField(help_text="human or submission")
+    submission_ids = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                           help_text="task slug -> the submission that counts")
+
+
+class BenchmarkLeaderboardSerializer(serializers.Serializer):
+    tasks = serializers.ListField(child=serializers.CharField(), help_text="the tasks averaged over")
+    rows = AverageRowSerializer(many=True)
+
+
+class EntrySummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    method = serializers.CharField()
+    team = serializers.CharField()
+    task = serializers.CharField()
+    kind = serializers.CharField()
+    test_set_version = serializers.CharField()
+    scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    ci = serializers.DictField(child=serializers.ListField(child=serializers.FloatField()), allow_null=True)
+
+
+class MetricComparisonSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.label
+    a = serializers.FloatField(allow_null=True)
+    b = serializers.FloatField(allow_null=True)
+    difference = serializers.FloatField(allow_null=True, help_text="a - b")
+
+
+class ComparisonSerializer(serializers.Serializer):
+    a = EntrySummarySerializer()
+    b = EntrySummarySerializer()
+    same_test_set = serializers.BooleanField()
+    metrics = MetricComparisonSerializer(many=True)
+    paired = serializers.DictField(help_text="the paired test on the primary metric: applicable, p_value, "
+                                             "significant, test (or a note when not applicable)")
+    skills = serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="skill gaps side by side (span tasks with skill sets)")
+    checklist = serializers.DictField(required=False, help_text="CheckList tests and capabilities side by side")
+    question_types = serializers.ListField(child=serializers.DictField(), required=False)
+    icq = serializers.ListField(child=serializers.DictField(), required=False, help_text="ICQ cues side by side")

@@ -1,18 +1,49 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
-from . import intake
-from .models import Submission
+from . import intake, rescoring
+from .models import NameChange, ScoreRecord, Status, Submission
+
+
+class ScoreRecordInline(admin.TabularInline):
+    """The entry's score history: every score it had, with the versions it was computed on."""
+    model = ScoreRecord
+    extra = 0
+    can_delete = False
+    fields = ["scored_at", "test_set_version", "scorer_version", "scores", "total", "reason"]
+    readonly_fields = fields
+    ordering = ["-scored_at", "-id"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class NameChangeInline(admin.TabularInline):
+    """Audit trail of the entry's public name."""
+    model = NameChange
+    extra = 0
+    can_delete = False
+    fields = ["changed_at", "old_name", "new_name", "changed_by"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ["id", "task", "user", "method_name", "status", "error_category", "public", "attempts", "created_at"]
+    list_display = ["id", "task", "user", "method_name", "status", "error_category", "public", "flagged", "verified",
+                    "attempts", "created_at"]
     list_filter = ["status", "task", "public", "error_category"]
+    inlines = [ScoreRecordInline, NameChangeInline]
     list_select_related = ["task__benchmark", "user"]
     search_fields = ["method_name", "user__username"]
-    exclude = ["item_scores", "file"]
+    exclude = ["item_scores", "file", "flagged_at", "verified_at", "rescore_test_set"]
     # The stored file is named, never linked: uploads are not served over HTTP (MEDIA_URL is
     # unset on purpose), and a link would make the page fail to render.
     readonly_fields = [
@@ -20,7 +51,7 @@ class SubmissionAdmin(admin.ModelAdmin):
         "error_category", "error_message", "created_at", "queued_at", "started_at", "finished_at",
         "lease_expires_at", "attempts", "scorer_version", "scores", "ci", "total", "unanswered",
     ]
-    actions = ["retry", "hide", "show"]
+    actions = ["retry", "hide", "show", "verify", "unverify", "unflag"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Submission]:
         # Per-item scores and the test set's gold are large: the list and the form need neither.
@@ -30,15 +61,54 @@ class SubmissionAdmin(admin.ModelAdmin):
     def stored_file(self, submission: Submission) -> str:
         return submission.file.name or "—"
 
-    @admin.action(description="Re-queue (failed or scored) for scoring")
+    @admin.display(boolean=True)
+    def flagged(self, submission: Submission) -> bool:
+        return submission.is_flagged
+
+    @admin.display(boolean=True)
+    def verified(self, submission: Submission) -> bool:
+        return submission.verified_at is not None
+
+    def save_model(self, request: HttpRequest, obj: Submission, form: forms.ModelForm, change: bool) -> None:
+        """Flagging stamps the date; renaming a scored entry leaves an audit row."""
+        if "flag_reason" in form.changed_data:
+            obj.flagged_at = timezone.now() if obj.flag_reason else None
+        if change and "method_name" in form.changed_data and obj.status == Status.SCORED:
+            NameChange.objects.create(submission=obj, old_name=form.initial.get("method_name", ""),
+                                      new_name=obj.method_name, changed_by=request.user)
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Re-score on the current test set and scorer (scored), or retry (failed)")
     def retry(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
+        """Scored entries are re-scored as ``manage.py rescore`` does (current test set, current
+        scorer, previous score kept until the new one is stored); failed ones are retried."""
         done = 0
-        for submission in queryset:
+        scored = [s.pk for s in queryset if s.status == Status.SCORED]
+        if scored:
+            tasks = {s.task for s in queryset.select_related("task") if s.pk in scored}
+            plan = rescoring.plan(tasks, scored, force=True)
+            done += rescoring.queue_all(plan)
+        for submission in queryset.exclude(status=Status.SCORED):
             try:
                 done += bool(intake.retry(submission))
             except intake.SubmissionRefused as exc:
                 self.message_user(request, f"#{submission.pk}: {exc.message}", messages.WARNING)
         self.message_user(request, f"{done} submission(s) re-queued.")
+
+    @admin.action(description="Mark verified (a mark on the board)")
+    def verify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
+        changed = queryset.filter(verified_at__isnull=True).update(verified_at=timezone.now())
+        self.message_user(request, f"{changed} submission(s) marked verified.")
+
+    @admin.action(description="Remove the verified mark")
+    def unverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
+        changed = queryset.filter(verified_at__isnull=False).update(verified_at=None)
+        self.message_user(request, f"{changed} submission(s) no longer marked verified.")
+
+    @admin.action(description="Unflag (back on the board); flag an entry by giving a reason on its page")
+    def unflag(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
+        changed = queryset.exclude(flag_reason="").update(flag_reason="", flagged_at=None)
+        self.message_user(request, f"{changed} submission(s) unflagged.")
 
     @admin.action(description="Hide from the public leaderboard")
     def hide(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:

@@ -18,7 +18,7 @@ from scoring import sandbox
 from . import lifecycle
 from .models import ErrorCategory, Submission
 from .runs import confidence_intervals
-from .scorers import InterpretationScorer, scorer_for
+from .scorers import current_scorer_version, scorer_for
 
 log = logging.getLogger(__name__)
 
@@ -101,16 +101,18 @@ def run(submission: Submission) -> bool:
     if settings.SANDBOX == "none":
         log.warning("SANDBOX=none: running submission %s WITHOUT a sandbox (development only)", submission.pk)
     track = submission.task.track
-    samples = public_samples(submission.test_set)
+    samples = public_samples(submission.scoring_test_set)
     limits = sandbox.SandboxLimits(per_sample_seconds=settings.SANDBOX_SAMPLE_SECONDS,
-                                   total_seconds=settings.SANDBOX_TOTAL_SECONDS)
+                                   total_seconds=settings.SANDBOX_TOTAL_SECONDS,
+                                   cpu_budget_seconds=settings.SANDBOX_CPU_BUDGET_SECONDS)
     try:
         result = sandbox.run_interpreter(submission.file.path, track.hosted_model.path, track.hosted_model.kind,
                                          samples, limits=limits, mode=settings.SANDBOX,
                                          progress=LeaseKeeper(submission), protected=protected_paths(),
                                          models_root=settings.EXPBENCH_MODELS_DIR,
                                          # the upload's own limit: the run applies the upload's check
-                                         code_max_bytes=settings.CODE_MAX_BYTES)
+                                         code_max_bytes=settings.CODE_MAX_BYTES,
+                                         require_cgroups=settings.SANDBOX_REQUIRE_CGROUPS)
     except LeaseLost as exc:
         # Another attempt owns the submission now; whatever this one computed is discarded.
         log.warning("%s; sandbox run stopped", exc)
@@ -126,7 +128,7 @@ def run(submission: Submission) -> bool:
         # Every submission-level failure (all samples failed, too many timeouts, code that no
         # longer passes the upload check, ...) is the code's own: charged to the sender's quota.
         return lifecycle.fail_run(submission, ErrorCategory.CODE_FAILED, f"{result.failure}: {result.message}")
-    scored = scorer_for(submission.task).score(submission.task, submission.test_set, result.scores)
+    scored = scorer_for(submission.task).score(submission.task, submission.scoring_test_set, result.scores)
     failures: dict[str, int] = {}
     for category in result.failures.values():
         failures[category] = failures.get(category, 0) + 1
@@ -136,13 +138,10 @@ def run(submission: Submission) -> bool:
         "sandbox": {"mode": result.mode, "sample_failures": failures, "startup_seconds": result.startup_seconds,
                     "mean_sample_seconds": sum(times) / len(times) if times else None,
                     "first_failures": first_failures(result),
-                    "total_seconds": result.total_seconds, "restarts": result.restarts},
+                    "total_seconds": result.total_seconds, "restarts": result.restarts,
+                    "cpu_seconds": result.cpu_seconds},
     })
     return lifecycle.store_scores(
         submission, scores=scored.scores, ci=confidence_intervals(submission.task, scored.item_rows),
         item_scores=scored.item_rows, total=scored.total, unanswered=scored.unanswered,
-        scorer_version=f"sandbox-1/{scored_version()}", details=scored.details)
-
-
-def scored_version() -> str:
-    return InterpretationScorer.version
+        scorer_version=current_scorer_version(submission.task, submission.kind), details=scored.details)

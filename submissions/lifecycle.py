@@ -14,12 +14,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Expression, F, Q
 from django.utils import timezone
 
+from benchmark.models import TestSet
 from core.jobs import Job, JobState, Stale
 
-from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, Status, Submission
+from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +73,10 @@ def task_name_for(kind: str) -> str:
     return TASK_FOR_KIND.get(kind, DEFAULT_TASK)
 
 
-def mark_queued(submission: Submission) -> bool:
+def mark_queued(submission: Submission, **fields: Any) -> bool:
     """uploaded/failed/scored -> queued, and send it to the workers after commit."""
-    if transition(submission, Status.QUEUED, queued_at=timezone.now(), error_category="", error_message=""):
+    if transition(submission, Status.QUEUED, queued_at=timezone.now(), error_category="", error_message="",
+                  **fields):
         SCORING.send(submission.pk, task_name_for(submission.kind))
         return True
     return False
@@ -89,7 +92,7 @@ def start_run(submission_id: int) -> Submission | None:
     if not transition(submission_id, Status.RUNNING, expect={Status.QUEUED, Status.RUNNING}, where=claimable,
                       started_at=now, lease_expires_at=lease, attempts=F("attempts") + 1):
         return None
-    return Submission.objects.select_related("task", "test_set").get(pk=submission_id)
+    return Submission.objects.select_related("task", "test_set", "rescore_test_set").get(pk=submission_id)
 
 
 def heartbeat(submission: Submission, **fields: Any) -> bool:
@@ -102,8 +105,9 @@ def heartbeat(submission: Submission, **fields: Any) -> bool:
 
 def _finish(submission: Submission, new_status: Status, **fields: Any) -> bool:
     """running -> new_status, only for the attempt that claimed it."""
+    fields.setdefault("finished_at", timezone.now())
     finished = transition(submission, new_status, expect={Status.RUNNING}, where=Q(attempts=submission.attempts),
-                          finished_at=timezone.now(), lease_expires_at=None, **fields)
+                          lease_expires_at=None, **fields)
     if not finished:
         log.warning("submission %s attempt %s lost its lease; result discarded", submission.pk, submission.attempts)
     return finished
@@ -111,17 +115,77 @@ def _finish(submission: Submission, new_status: Status, **fields: Any) -> bool:
 
 def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores: list, total: int,
                  unanswered: int, scorer_version: str, details: dict | None = None) -> bool:
-    return _finish(submission, Status.SCORED, scores=scores, ci=ci, item_scores=item_scores, total=total,
-                   unanswered=unanswered, scorer_version=scorer_version, details=details or {},
-                   error_category="", error_message="")
+    """running -> scored. The score joins the submission's history (``ScoreRecord``), tagged with
+    the test-set and scorer versions it was computed on; a re-score's target test set becomes
+    the submission's test set in the same transaction, so the board never mixes versions."""
+    test_set = submission.scoring_test_set
+    previous = last_score(submission)
+    now = timezone.now()
+    # A re-score keeps the entry's date (when it was first scored); its history has the new one.
+    when = {"finished_at": submission.finished_at} if is_rescore(submission) else {}
+    with transaction.atomic():
+        finished = _finish(submission, Status.SCORED, scores=scores, ci=ci, item_scores=item_scores, total=total,
+                           unanswered=unanswered, scorer_version=scorer_version, details=details or {},
+                           test_set=test_set, rescore_test_set=None, error_category="", error_message="", **when)
+        if finished:
+            ScoreRecord.objects.create(
+                submission=submission, test_set=test_set, test_set_version=test_set.version,
+                scorer_version=scorer_version, scores=scores, ci=ci, total=total, unanswered=unanswered,
+                reason=score_change_reason(previous, test_set, scorer_version), scored_at=now)
+    return finished
+
+
+def score_change_reason(previous: ScoreRecord | None, test_set: Any, scorer_version: str) -> str:
+    """What a new score was computed for, as the entry's history shows it."""
+    if previous is None:
+        return "first score"
+    changes = []
+    if previous.test_set_id != test_set.pk:
+        note = f": {test_set.change_note}" if test_set.change_note else ""
+        changes.append(f"test set {previous.test_set_version} → {test_set.version}{note}")
+    if previous.scorer_version != scorer_version:
+        changes.append(f"scorer {previous.scorer_version} → {scorer_version}")
+    return "re-scored: " + "; ".join(changes) if changes else "re-scored (same test set and scorer)"
+
+
+def last_score(submission: Submission) -> ScoreRecord | None:
+    """The latest stored score of the submission (failed re-scores have no scores: skipped)."""
+    return submission.score_history.exclude(scores={}).order_by("-scored_at", "-pk").first()
+
+
+def is_rescore(submission: Submission) -> bool:
+    """A run of a submission that already has a score (a maintainer's re-score)."""
+    return submission.rescore_test_set_id is not None
 
 
 def reject_run(submission: Submission, message: str) -> bool:
+    if is_rescore(submission):
+        return _abandon_rescore(submission, message)
     return _finish(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT, error_message=message)
 
 
 def fail_run(submission: Submission, category: ErrorCategory, message: str) -> bool:
+    if is_rescore(submission):
+        return _abandon_rescore(submission, message)
     return _finish(submission, Status.FAILED, error_category=category, error_message=message)
+
+
+def _abandon_rescore(submission: Submission, message: str) -> bool:
+    """A re-score that failed loses nothing: the entry goes back to its previous score (running ->
+    scored, on its previous test set) and the failed attempt joins its history with the reason.
+    Its quota is untouched either way: a re-score is the maintainers' doing."""
+    target = submission.scoring_test_set
+    with transaction.atomic():
+        finished = _finish(submission, Status.SCORED, rescore_test_set=None, finished_at=submission.finished_at)
+        if finished:
+            record_failed_rescore(submission.pk, target, message)
+    return finished
+
+
+def record_failed_rescore(submission_id: int, target: Any, message: str) -> None:
+    ScoreRecord.objects.create(
+        submission_id=submission_id, test_set=target, test_set_version=target.version, scorer_version="", scores={},
+        reason=f"re-scoring on test set {target.version} failed: {message}", scored_at=timezone.now())
 
 
 class ScoringState(JobState):
@@ -146,6 +210,16 @@ class ScoringState(JobState):
                           queued_at=now, lease_expires_at=None)
 
     def give_up(self, job: Stale, now: datetime, note: str) -> bool:
+        # A re-score whose workers kept dying goes back to the score it had (see _abandon_rescore).
+        target_id = Submission.objects.filter(pk=job.pk).values_list("rescore_test_set", flat=True).first()
+        if target_id is not None:
+            with transaction.atomic():
+                if not transition(job.pk, Status.SCORED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
+                                  lease_expires_at=None, rescore_test_set=None):
+                    return False
+                record_failed_rescore(job.pk, TestSet.objects.defer("gold", "public_inputs").get(pk=target_id),
+                                      note)
+            return True
         return transition(job.pk, Status.FAILED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
                           finished_at=now, lease_expires_at=None,
                           error_category=ErrorCategory.WORKER_LOST, error_message=note)

@@ -50,6 +50,7 @@ class ErrorCategory(models.TextChoices):
     SCORER_ERROR = "scorer_error", "Internal scoring error"
     TEST_SET_GONE = "test_set_gone", "Test set withdrawn"
     CODE_FAILED = "code_failed", "Interpreter code failed"
+    SCORING_TIME = "scoring_time", "Scoring time limit"
 
 
 # Failures caused by the platform, not by the researcher: they are refunded (not counted
@@ -64,6 +65,8 @@ ERROR_HELP: dict[str, str] = {
     ErrorCategory.SCORER_ERROR: "The scorer failed on this file. This is our fault; it does not count "
     "against your quota and maintainers can retry it.",
     ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
+    ErrorCategory.SCORING_TIME: "Your file took longer to score than the limit for one file. It counts against "
+    "your quota. Send short predictions (spans of the passage) and upload again.",
     ErrorCategory.CODE_FAILED: "Your interpreter could not run to the end in the sandbox (see the message: import "
     "error, crash, memory or time limit, output flood, or a malformed message on the sandbox's protocol channel). "
     "It counts against your quota. Fix it and submit again.",
@@ -169,6 +172,20 @@ class Submission(models.Model):
     @property
     def error_help(self) -> str:
         return ERROR_HELP.get(self.error_category, "")
+
+    @property
+    def is_stalled(self) -> bool:
+        """Running, but no worker has renewed its lease: its worker stopped (the reaper will
+        give it to another worker, or fail it as the platform's fault after several tries)."""
+        from django.utils import timezone  # noqa: PLC0415  # models import nothing at load time
+
+        return (self.status == Status.RUNNING and self.lease_expires_at is not None
+                and self.lease_expires_at < timezone.now())
+
+    @property
+    def scoring_test_set(self):
+        """The test set a run scores on: the re-score's target while one is pending."""
+        return self.rescore_test_set or self.test_set
 
     @property
     def system(self) -> str:

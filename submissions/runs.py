@@ -2,10 +2,14 @@
 submission, parse and score it with its scorer, store the scores with their bootstrap CIs and
 schedule the diagnostics. (Interpreter code runs are in ``code_runs``.)"""
 import logging
+import threading
 import time
 from collections.abc import Sequence
+from types import TracebackType
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import connection
 
 from benchmark.models import Task
 from scoring import stats
@@ -24,19 +28,59 @@ def claim_and_score(submission_id: int, *, hold_seconds: float = 0.0) -> str:
     submission = lifecycle.start_run(submission_id)
     if submission is None:
         return "skipped"
-    if hold_seconds:
-        time.sleep(hold_seconds)
-    run_scoring(submission)
+    with LeaseRenewal(submission):
+        run_scoring(submission, hold_seconds=hold_seconds)
     return submission.status
 
 
-def run_scoring(submission: Submission) -> bool:
+class LeaseRenewal:
+    """Renews a claimed run's lease from a side thread every third of the lease while the worker
+    scores, so a long but live run is never given to a second worker, and a dead worker's run is
+    noticed one lease after its last renewal instead of after a lease sized for the slowest file."""
+
+    def __init__(self, submission: Submission, interval: float | None = None) -> None:
+        self.submission = submission
+        self.interval = interval if interval is not None else max(0.5, settings.SCORING_LEASE_SECONDS / 3)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, name=f"lease-{submission.pk}", daemon=True)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(self.interval):
+                if not lifecycle.heartbeat(self.submission):
+                    return  # the run is no longer ours: storing its result will be refused anyway
+        except Exception as exc:  # a database hiccup must not kill the worker; the lease runs out
+            log.warning("submission %s: lease renewal stopped (%s)", self.submission.pk, type(exc).__name__)
+        finally:
+            connection.close()  # the thread's own connection
+
+    def __enter__(self) -> "LeaseRenewal":
+        self.thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:
     """Score a claimed (running) submission and store the result. Called by the worker.
 
     Any unexpected exception (scorer, confidence intervals, storing) fails the run at once as
     a scorer error: left running, it would wait for the reaper to call it a lost worker."""
     try:
+        if hold_seconds:
+            time.sleep(hold_seconds)
         finished = _score_and_store(submission)
+    except SoftTimeLimitExceeded:
+        # A valid file that takes this long costs its sender, like code over its time limit: a
+        # free retry would let anyone hold the scoring workers.
+        log.warning("submission %s: scoring time limit reached", submission.pk)
+        return lifecycle.fail_run(
+            submission, ErrorCategory.SCORING_TIME,
+            f"Scoring this file took longer than {settings.SCORING_TIME_LIMIT} s, the limit for one file. "
+            "Predictions should be short spans of their passage; long answers or evidence make scoring slow.")
     except Exception as exc:
         # Only the exception type is logged: messages could quote gold text.
         log.error("submission %s: scorer raised %s", submission.pk, type(exc).__name__)
@@ -60,11 +104,11 @@ def _score_and_store(submission):
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
     try:
-        predictions = scorer.parse(raw, submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES,
+        predictions = scorer.parse(raw, submission.scoring_test_set, max_bytes=settings.SUBMISSION_MAX_BYTES,
                                    stored=True)
     except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
-    run = scorer.score(submission.task, submission.test_set, predictions)
+    run = scorer.score(submission.task, submission.scoring_test_set, predictions)
     return lifecycle.store_scores(
         submission,
         scores=run.scores,

@@ -245,3 +245,15 @@ def scorer_for(task: Task, kind: str = "predictions") -> Scorer:
         return _BY_TASK_KIND[task.kind]
     except KeyError:
         raise LookupError(f"no prediction-file scorer for {task.kind} tasks") from None
+
+
+# Interpreter code: the sandbox runner's protocol version, then the score file's scorer.
+CODE_RUNNER_VERSION = "sandbox-1"
+
+
+def current_scorer_version(task: Task, kind: str = "predictions") -> str:
+    """The version label a score computed now would carry. An entry scored under another label
+    is stale until re-scored (``submissions.rescoring``)."""
+    if kind == "code":
+        return f"{CODE_RUNNER_VERSION}/{scorer_for(task).version}"
+    return scorer_for(task, kind).version

@@ -2,7 +2,7 @@
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from benchmark.models import Task, TestSet
 
@@ -11,12 +11,16 @@ from .models import Status, Submission
 
 def public_scored_submissions(task: Task, test_set: TestSet | None,
                               kinds: Iterable[str] = (Submission.PREDICTIONS, Submission.CODE)) -> QuerySet[Submission]:
-    """Public scored entries of a task's test set, oldest first. Prediction files and code
-    runs rank on the leaderboard; skill submissions have their own board."""
+    """Public scored entries of a task's test set, oldest first, except flagged ones. Prediction
+    files and code runs rank on the leaderboard; skill submissions have their own board. An entry
+    being re-scored keeps its place with the score it has until the new one is stored."""
     if test_set is None:
         return Submission.objects.none()
+    being_rescored = Q(status__in=[Status.QUEUED, Status.RUNNING], rescore_test_set__isnull=False)
     return (
-        Submission.objects.filter(task=task, test_set=test_set, status=Status.SCORED, public=True, kind__in=kinds)
+        Submission.objects.filter(Q(status=Status.SCORED) | being_rescored, task=task, test_set=test_set, public=True,
+                                  kind__in=kinds, flag_reason="")
+        .exclude(scores={})
         .select_related("user__profile")
         .defer("item_scores")
         .order_by("finished_at", "pk")

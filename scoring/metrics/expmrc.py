@@ -300,6 +300,12 @@ def key_spec(gold: dict) -> KeySpec:
 
 # --------------------------------------------------------------------------- predictions
 
+# An answer or an evidence is a span of its passage: the longest ExpMRC dev passage has 2,548
+# characters (RACE+). Scoring tokenises every prediction string (5.7-41 us per character), so a
+# cap per string bounds what one file can cost the scoring worker.
+MAX_PREDICTION_CHARS = 10_000
+
+
 def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, dict]:
     """Validate an uploaded prediction file (docs/metrics.md#expmrc) and return ``{key: {"answer", "evidence"}}``.
 
@@ -338,6 +344,9 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
                 problems.add(index, f'{show(key)}: field "{name}" is {json_type(fields[name])}, expected a string')
             elif SURROGATE.search(fields[name]):
                 problems.add(index, f'{show(key)}: field "{name}" holds an unpaired \\u surrogate escape')
+            elif len(fields[name]) > MAX_PREDICTION_CHARS:
+                problems.add(index, f'{show(key)}: field "{name}" has {len(fields[name]):,} characters; an answer or '
+                                    f'evidence is a span of its passage, at most {MAX_PREDICTION_CHARS:,} characters')
             else:
                 entry[name] = fields[name]
         predictions[key] = entry

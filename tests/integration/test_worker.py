@@ -67,7 +67,9 @@ def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
 
 
 def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
-    stack = Stack(tmp_path, env={"SCORING_LEASE_SECONDS": "3", "QUEUE_LEASE_SECONDS": "30"}).setup()
+    # The hard time limit of 12 s puts the soft one at 7 s (config.celery.soft_limit).
+    stack = Stack(tmp_path, env={"SCORING_LEASE_SECONDS": "3", "QUEUE_LEASE_SECONDS": "30",
+                                 "SCORING_TIME_LIMIT": "12"}).setup()
     try:
         stack.start_web()
         # This worker holds every run open for 30 s, so it is surely killed mid-scoring.
@@ -79,15 +81,39 @@ def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
         assert status == 201
         running = stack.wait_for(body["id"], token, statuses=("running",), timeout=30)
         assert running["attempts"] == 1
+        time.sleep(4)  # past the 3 s lease: only the worker's renewals keep the run its own
+        status, live = stack.request("GET", f"/api/submissions/{body['id']}/", token=token)
+        assert live["status"] == "running" and live["attempts"] == 1 and live["stalled"] is False, live
         stack.kill("worker")  # SIGKILL to the worker and its pool: no clean shutdown
+        deadline = time.monotonic() + 10  # nobody renews the run now: its status says so
+        while time.monotonic() < deadline:
+            status, seen = stack.request("GET", f"/api/submissions/{body['id']}/", token=token)
+            if seen["stalled"]:
+                break
+            time.sleep(0.2)
+        assert seen["stalled"] is True and seen["status"] == "running", seen
         # A new worker and the reaper (beat) take over once the 3 s lease has expired.
-        stack.start_worker("worker2").start_beat()
+        stack.start_worker("worker2", queues="scoring,reaper").start_beat()
         scored = stack.wait_for(body["id"], token, timeout=60)
         assert scored["status"] == "scored", scored
         assert scored["attempts"] == 2
         assert_official(scored["scores"], expected)
         status, board = stack.request("GET", "/api/tasks/expmrc-squad/leaderboard/")
         assert [row["submission_id"] for row in board["rows"]].count(body["id"]) == 1
+
+        # A file that scores past the time limit fails at the soft limit, charged to its sender,
+        # and the worker goes on.
+        stack.kill("worker2")
+        stack.start_worker("slow", env={"EXPBENCH_TEST_SCORING_DELAY": "30"})
+        status, quota = stack.request("GET", "/api/tasks/expmrc-squad/quota/", token=token)
+        status, slow = stack.upload(token, "expmrc-squad", content, method_name="Slow")
+        assert status == 201, slow
+        failed = stack.wait_for(slow["id"], token, timeout=30)
+        assert failed["status"] == "failed" and failed["error"]["category"] == "scoring_time", failed
+        assert "longer than 12 s" in failed["error"]["message"]
+        status, after = stack.request("GET", "/api/tasks/expmrc-squad/quota/", token=token)
+        assert after["used"] == quota["used"] + 1  # charged, not refunded as the platform's fault
+        assert stack.procs["slow"].poll() is None  # the worker lives on
     finally:
         stack.stop()
 

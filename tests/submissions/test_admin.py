@@ -79,6 +79,7 @@ def test_reported_rows_are_edited_one_number_per_score_column(admin_client):
     form = {key: value for key, value in (
         ("slug", task.slug), ("name", task.name), ("benchmark", task.benchmark_id), ("kind", task.kind),
         ("language", task.language), ("order", task.order), ("accepts_submissions", "on"),
+        ("visibility", task.visibility), ("ranking_rule", task.ranking_rule),
     )}
     rows = list(task.reported_results.all())
     form.update({f"{prefix}-TOTAL_FORMS": len(rows) + 1, f"{prefix}-INITIAL_FORMS": len(rows),

@@ -21,6 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--version", dest="set_version", required=True, help="test-set version label")
         parser.add_argument("--name", help="task name, to create the task if it does not exist")
         parser.add_argument("--language", choices=["en", "zh"], help="task language when creating it")
+        parser.add_argument("--note", default="", help="what changed from the previous version (shown in the "
+                                                        "score history of re-scored entries)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
@@ -34,8 +36,16 @@ class Command(BaseCommand):
             )
         except ImportRefused as exc:
             raise CommandError(str(exc)) from None
+        if created and opts["note"]:
+            TestSet.objects.filter(pk=test_set.pk).update(change_note=opts["note"])
         verb = "imported" if created else "already imported (same checksum), nothing to do"
         self.stdout.write(
             f"{test_set.task.slug} {test_set.split} version {test_set.version}: {verb}; "
             f"{test_set.n_items} questions, sha256 {test_set.checksum}"
         )
+        if created:
+            scored = test_set.task.submissions.filter(status="scored").exclude(test_set=test_set).count()
+            if scored:
+                self.stdout.write(f"{scored} scored entr{'y is' if scored == 1 else 'ies are'} on an earlier version: "
+                                  f"run `python manage.py rescore --task {test_set.task.slug}` to score "
+                                  f"{'it' if scored == 1 else 'them'} on this one.")
