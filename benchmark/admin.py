@@ -1,12 +1,19 @@
+"""The maintainers' admin: every model they work with. The large JSON columns (gold, public
+inputs, QUACKIE samples, inclusion flags) are never loaded by a list or change page, so pages stay
+fast and never render hidden gold; the objects built by import commands are read-only here."""
+from pathlib import Path
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .models import Benchmark, ReportedResult, Task, TestSet
+from core.jobs import JobStatus
+
+from . import quackie_tracks
+from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, SkillVariant, Task, TestSet, Track
 
 
 @admin.register(Benchmark)
@@ -55,8 +62,11 @@ class ReportedResultInline(admin.StackedInline):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "benchmark", "kind", "language", "accepts_submissions", "daily_quota"]
-    list_filter = ["benchmark", "kind", "language"]
+    list_display = ["slug", "name", "benchmark", "kind", "language", "visibility", "ranking_rule",
+                    "accepts_submissions", "daily_quota"]
+    list_filter = ["benchmark", "kind", "language", "visibility", "ranking_rule"]
+    list_select_related = ["benchmark"]
+    search_fields = ["slug", "name"]
     inlines = [ReportedResultInline]
 
 
@@ -81,6 +91,91 @@ class TestSetAdmin(admin.ModelAdmin):
             if obj.is_current:
                 TestSet.objects.filter(task=obj.task, split=obj.split).exclude(pk=obj.pk).update(is_current=False)
             super().save_model(request, obj, form, change)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+class HostedModelForm(forms.ModelForm):
+    class Meta:
+        model = HostedModel
+        fields = ["slug", "name", "kind", "path", "description"]
+
+    def clean_path(self) -> str:
+        # The models worker loads it with local_files_only: a folder without config.json would
+        # only fail later, inside an inclusion run.
+        path = self.cleaned_data["path"]
+        if not (Path(path) / "config.json").is_file():
+            raise forms.ValidationError("No config.json there: not a local transformers model folder.")
+        return path
+
+
+@admin.register(HostedModel)
+class HostedModelAdmin(admin.ModelAdmin):
+    form = HostedModelForm
+    list_display = ["slug", "name", "kind", "path", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(InterpretationSet)
+class InterpretationSetAdmin(admin.ModelAdmin):
+    # Built by import_quackie (checksummed, frozen); the samples hold the hidden ground truth.
+    list_display = ["name", "version", "n_samples", "source_name", "imported_at", "checksum"]
+    search_fields = ["name"]
+    exclude = ["samples"]
+    readonly_fields = ["name", "version", "checksum", "source_name", "imported_at", "n_samples", "stats"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[InterpretationSet]:
+        return super().get_queryset(request).defer("samples")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Track)
+class TrackAdmin(admin.ModelAdmin):
+    # Made by create_track (task + scheduled inclusion run); here it is watched and re-run.
+    list_display = ["task", "interpretation_set", "hosted_model", "status", "done", "total", "n_included",
+                    "attempts", "updated_at"]
+    list_filter = ["status", "hosted_model"]
+    exclude = ["inclusion"]
+    readonly_fields = ["task", "interpretation_set", "hosted_model", "status", "done", "total", "n_included",
+                       "exclusions", "error", "attempts", "updated_at"]
+    actions = ["compute_inclusion_again"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Track]:
+        # The per-sample inclusion flags and the set's samples run to megabytes per row.
+        return (super().get_queryset(request).select_related("task__benchmark", "interpretation_set", "hosted_model")
+                .defer("inclusion", "interpretation_set__samples"))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Compute the inclusion flags again (models worker)")
+    def compute_inclusion_again(self, request: HttpRequest, queryset: QuerySet[Track]) -> None:
+        tracks = list(queryset.exclude(status=JobStatus.RUNNING))
+        for track in tracks:
+            quackie_tracks.schedule_inclusion(track)
+        skipped = queryset.count() - len(tracks)
+        self.message_user(request, f"{len(tracks)} inclusion run(s) queued"
+                                   + (f"; {skipped} still running, left alone" if skipped else ""),
+                          messages.SUCCESS if tracks else messages.WARNING)
+
+
+@admin.register(SkillVariant)
+class SkillVariantAdmin(admin.ModelAdmin):
+    # Built by the skill-set worker from a hidden test set; its gold stays on the server.
+    list_display = ["test_set", "skill", "status", "n_items", "n_changed", "n_dropped", "built_at"]
+    list_filter = ["status", "skill", ("test_set__task", admin.RelatedOnlyFieldListFilter)]
+    exclude = ["gold", "public_inputs", "key_spec"]
+    readonly_fields = ["test_set", "skill", "status", "note", "n_items", "n_changed", "n_dropped", "built_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SkillVariant]:
+        return (super().get_queryset(request).select_related("test_set__task")
+                .defer("gold", "public_inputs", "key_spec", "test_set__gold", "test_set__public_inputs",
+                       "test_set__key_spec", "test_set__diagnostics"))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

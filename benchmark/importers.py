@@ -201,16 +201,17 @@ def import_checklist(path: str | Path, *, task_slug: str, version: str,
         raise ImportRefused(f"{path.name}: not JSON: {exc}") from None
     except (checklist.InvalidSuite, ValueError) as exc:
         raise ImportRefused(f"{path.name}: {exc}") from None
-    benchmark, _ = Benchmark.objects.get_or_create(
-        slug="checklist-mrc",
-        defaults={"name": "CheckList-MRC", "order": 3, "url": "https://github.com/marcotcr/checklist",
-                  "description": "Behavioural tests of reading comprehension (Ribeiro et al., ACL 2020): "
-                                 "failure rates per capability; the items are public.",
-                  "citation": "Ribeiro, M. T., Wu, T., Guestrin, C., Singh, S. Beyond Accuracy: Behavioral "
-                              "Testing of NLP Models with CheckList. ACL 2020."})
-    task, _ = Task.objects.get_or_create(
-        slug=task_slug, defaults={"benchmark": benchmark, "name": task_name, "kind": Task.CHECKLIST,
-                                  "language": "en", "description": "CheckList SQuAD suite: 24 tests, 13,311 cases."})
+    task = Task.objects.filter(slug=task_slug).first()
+    if task is None:  # only a task created here goes to the CheckList-MRC benchmark (created if need be)
+        benchmark, _ = Benchmark.objects.get_or_create(
+            slug="checklist-mrc",
+            defaults={"name": "CheckList-MRC", "order": 3, "url": "https://github.com/marcotcr/checklist",
+                      "description": "Behavioural tests of reading comprehension (Ribeiro et al., ACL 2020): "
+                                     "failure rates per capability; the items are public.",
+                      "citation": "Ribeiro, M. T., Wu, T., Guestrin, C., Singh, S. Beyond Accuracy: Behavioral "
+                                  "Testing of NLP Models with CheckList. ACL 2020."})
+        task = Task.objects.create(slug=task_slug, benchmark=benchmark, name=task_name, kind=Task.CHECKLIST,
+                                   language="en", description="CheckList SQuAD suite: 24 tests, 13,311 cases.")
     if task.kind != Task.CHECKLIST:
         raise ImportRefused(f"task {task_slug} is a {task.kind} task, not checklist")
     items = checklist.suite_items(suite)

@@ -7,12 +7,16 @@ checks ``LEGAL_TRANSITIONS`` and writes with a conditional UPDATE, so two worker
 both move the same submission.
 """
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
 from core.jobs import JobStatus
+
+if TYPE_CHECKING:
+    from benchmark.models import TestSet
 
 
 class Status(models.TextChoices):
@@ -183,7 +187,7 @@ class Submission(models.Model):
                 and self.lease_expires_at < timezone.now())
 
     @property
-    def scoring_test_set(self):
+    def scoring_test_set(self) -> "TestSet":
         """The test set a run scores on: the re-score's target while one is pending."""
         return self.rescore_test_set or self.test_set
 

@@ -494,3 +494,20 @@ def test_stored_code_that_fails_the_upload_check_is_code_failed_not_scorer_error
     assert sub.error_message.startswith("invalid_code: the stored code does not pass the upload check: ")
     assert "__pycache__ folders are refused" in sub.error_message
     assert_nothing_left(jobs)
+
+
+@needs_bwrap
+def test_a_rescore_runs_the_interpreter_again_in_the_sandbox(api, track):
+    """Interpreter code is re-scored like a file: queued by the re-score, run in the sandbox
+    again, its new score joins its history (same inputs here, so the same numbers)."""
+    from submissions import rescoring
+
+    sub = scored_run(api, track, FIRST_SENTENCE)
+    plan = rescoring.plan([track.task], [sub.pk], force=True)
+    assert rescoring.queue_all(plan) == 1
+    assert run_code_submission(sub.pk) == Status.SCORED
+    sub.refresh_from_db()
+    history = list(sub.score_history.order_by("pk"))
+    assert len(history) == 2 and history[1].scores == history[0].scores == sub.scores
+    assert history[1].reason == "re-scored (same test set and scorer)"
+    assert sub.attempts == 2 and sub.details["sandbox"]["mode"] == "bwrap"

@@ -2,18 +2,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmark.config_file import ConfigError
 from benchmark.demo import load_demo
-from benchmark.importers import ImportRefused
 
 
 class Command(BaseCommand):
-    help = "Create the demo benchmarks (ExpMRC dev sets as hidden test sets); idempotent."
+    help = ("Load the demo benchmarks (benchmarks/demo.yaml: ExpMRC dev sets as hidden test sets, CheckList, "
+            "QUACKIE) and the demo's background jobs; idempotent.")
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--data-dir", help="folder with the ExpMRC dev files (default ../shared/data/expmrc)")
+        parser.add_argument("--data-dir", help="folder with the ExpMRC dev files to use instead of "
+                                               "$EXPBENCH_SHARED_DATA/expmrc (then only the ExpMRC part is loaded)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             load_demo(opts.get("data_dir"), log=self.stdout.write)
-        except ImportRefused as exc:
+        except ConfigError as exc:
             raise CommandError(str(exc)) from None
