@@ -5,5 +5,6 @@ from .models import Profile
 
 @admin.register(Profile)
 class ProfileAdmin(admin.ModelAdmin):
-    list_display = ["user", "team"]
+    list_display = ["user", "team", "default_public", "notify_on_finish"]
+    list_filter = ["default_public", "notify_on_finish"]
     search_fields = ["user__username", "team"]

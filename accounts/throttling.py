@@ -1,12 +1,13 @@
 """A limit on password guessing: the web login form and the API token endpoint share one budget
 of attempts per client address (``LOGIN_RATE``, default 10/min), counted in the cache every
-process shares (``CACHE_URL``), so more gunicorn workers never mean more guesses."""
+process shares (``CACHE_URL``), so more gunicorn workers never mean more guesses. Password-reset
+requests spend from the same budget, so the reset form cannot be used to flood a mailbox."""
 import math
 import time
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -69,6 +70,20 @@ class ThrottledLoginView(LoginView):
         # An unbound form: the password is never checked, so a throttled guess learns nothing.
         form = self.get_form_class()(request=request)
         response = self.render_to_response(self.get_context_data(form=form, retry_after=math.ceil(wait)))
+        response.status_code = 429
+        response["Retry-After"] = str(math.ceil(wait))
+        return response
+
+
+class ThrottledPasswordResetView(PasswordResetView):
+    # Without django.contrib.sites the email would name the host ("127.0.0.1:8000") as the site.
+    extra_email_context = {"site_name": settings.SITE_NAME}
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        wait = spend_login_attempt(request)
+        if wait is None:
+            return super().post(request, *args, **kwargs)
+        response = self.render_to_response(self.get_context_data(retry_after=math.ceil(wait)))
         response.status_code = 429
         response["Retry-After"] = str(math.ceil(wait))
         return response

@@ -1,16 +1,19 @@
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
+from django.forms import BaseForm
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from .forms import SignupForm
+from .forms import AccountSettingsForm, SignupForm
 from .http import AuthenticatedHttpRequest
-from .models import Profile
+from .models import Profile, profile_of
+from .throttling import ThrottledPasswordResetView
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -37,9 +40,41 @@ def account(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 @login_required
+def account_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
+    form = AccountSettingsForm(request.POST or None, instance=profile_of(request.user), user=request.user)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Settings saved.")
+        return redirect("account-settings")
+    return render(request, "accounts/settings.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
 @require_POST
 def regenerate_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     Token.objects.filter(user=request.user).delete()
     Token.objects.create(user=request.user)
     messages.success(request, "New API token created; the old one no longer works.")
     return redirect("account")
+
+
+class InvalidFormIs400:
+    """Django's password views answer a form with errors with 200; ours say 400, like every
+    other form of the site, so scripts and tests can tell a refusal from a page."""
+
+    def form_invalid(self, form: BaseForm) -> HttpResponse:
+        response = super().form_invalid(form)  # type: ignore[misc]  # a mixin for FormView subclasses
+        response.status_code = 400
+        return response
+
+
+class PasswordResetView(InvalidFormIs400, ThrottledPasswordResetView):
+    pass
+
+
+class PasswordResetConfirmView(InvalidFormIs400, auth_views.PasswordResetConfirmView):
+    pass
+
+
+class PasswordChangeView(InvalidFormIs400, auth_views.PasswordChangeView):
+    pass

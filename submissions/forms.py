@@ -1,8 +1,13 @@
 from typing import Any, cast
 
 from django import forms
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
 
+from accounts.models import profile_of
 from benchmark.models import Task
+
+from .models import NameChange, Status, Submission
 
 
 class PredictionUploadForm(forms.Form):
@@ -25,8 +30,21 @@ class PredictionUploadForm(forms.Form):
                            ("code", "Interpreter code (.py, or .zip with one entry module), run in the sandbox")],
     }
 
+    # What the file field says it takes, per task kind (the page's "Format" box has the details).
+    FILE_HELP_BY_TASK = {
+        "span": 'One JSON object {"<question id>": {"answer": "...", "evidence": "..."}}.',
+        "multichoice": 'One JSON object {"<passage id>-<question index>": {"answer": "<option letter>", '
+                       '"evidence": "..."}}.',
+        "interpretation": 'A score file {"<sample id>": [one number per sentence]}, or interpreter code: a .py '
+                          'file (or a .zip) defining interpret(model, question, context).',
+        "classification": 'One JSON object {"<item id>": "<label>"}.',
+        "checklist": 'One JSON object {"<item id>": "<answer span>"}.',
+    }
+
     def __init__(self, *args: Any, task: Task | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if task is not None and task.kind in self.FILE_HELP_BY_TASK:
+            self.fields["file"].help_text = self.FILE_HELP_BY_TASK[task.kind]
         choices = self.KIND_CHOICES_BY_TASK.get(task.kind) if task is not None else None
         if choices:
             cast(forms.ChoiceField, self.fields["kind"]).choices = choices
@@ -34,4 +52,79 @@ class PredictionUploadForm(forms.Form):
         else:
             del self.fields["kind"]  # one kind of upload only
 
-    public = forms.BooleanField(required=False, initial=True, label="Show on the public leaderboard once scored")
+    # Unticked unless the researcher's settings say otherwise (the view passes their preference).
+    public = forms.BooleanField(required=False, initial=False, label="Show on the public leaderboard once scored",
+                                help_text="You can change it later on the entry's page; your default is in "
+                                          "your account settings.")
+
+
+# What an owner may change about an entry after upload (web edit page and API PATCH alike).
+EDITABLE_FIELDS = ["method_name", "system_name", "description", "url", "public"]
+
+
+def save_entry_edit(submission: Submission, *, old_name: str, was_public: bool, team: str | None,
+                    changed_by: User | AnonymousUser) -> NameChange | None:
+    """Store an owner's edit. Only the editable columns are written, so a score a worker stores
+    at the same moment is never overwritten by this (older) copy. A scored entry whose name was
+    or becomes public keeps a trail of its renames (NameChange, shown to staff), so a position on
+    a board can always be traced to the names it was shown under. ``team`` belongs to the
+    account: it changes the team of all the owner's entries."""
+    with transaction.atomic():
+        submission.save(update_fields=EDITABLE_FIELDS)
+        if team is not None:
+            profile = profile_of(submission.user)
+            if profile.team != team or profile.pk is None:
+                profile.team = team
+                profile.save()
+        # The stored status, not the copy's: a run may have been scored since the form was opened.
+        scored = Submission.objects.filter(pk=submission.pk, status=Status.SCORED).exists()
+        if submission.method_name == old_name or not scored or not (was_public or submission.public):
+            return None
+        return NameChange.objects.create(submission=submission, old_name=old_name, new_name=submission.method_name,
+                                         changed_by=changed_by if isinstance(changed_by, User) else None)
+
+
+def system_names_of(user: User) -> list[str]:
+    """The systems the user's entries already belong to (rejected uploads left out), for the
+    edit page to offer: entries given the same system name are one system on average boards."""
+    rows = (Submission.objects.filter(user=user).exclude(status=Status.REJECTED)
+            .values_list("system_name", "method_name").distinct())
+    return sorted({system or method for system, method in rows}, key=str.casefold)
+
+
+class EntryEditForm(forms.ModelForm):
+    """The owner's edit page: names, description, link, visibility, and the account's team."""
+
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
+    url = forms.URLField(required=False, max_length=200, label="Paper or code URL", assume_scheme="https")
+    team = forms.CharField(max_length=120, required=False,
+                           help_text="Your team or affiliation. It belongs to your account: all your entries show it.")
+
+    class Meta:
+        model = Submission
+        fields = ["method_name", "system_name", "description", "url", "public"]
+        labels = {"method_name": "Method name", "system_name": "System",
+                  "public": "Show on the public leaderboard once scored"}
+        help_texts = {
+            "method_name": "The name shown on this task's leaderboard.",
+            "system_name": "Entries with the same system name are one system on a benchmark's average board "
+                           "(e.g. one model submitted to each subset under different method names). "
+                           "Leave empty to use the method name.",
+            "public": "",
+        }
+        widgets = {"system_name": forms.TextInput(attrs={"list": "system-names", "autocomplete": "off"})}
+
+    def __init__(self, *args: Any, editor: User | AnonymousUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.editor = editor
+        # Kept before binding: validation copies the new values onto the instance.
+        self.old_name = self.instance.method_name
+        self.was_public = self.instance.public
+        self.fields["team"].initial = profile_of(self.instance.user).team
+        self.order_fields(["method_name", "system_name", "description", "url", "team", "public"])
+        self.name_change: NameChange | None = None
+
+    def save(self, commit: bool = True) -> Submission:
+        self.name_change = save_entry_edit(self.instance, old_name=self.old_name, was_public=self.was_public,
+                                           team=self.cleaned_data["team"], changed_by=self.editor)
+        return self.instance

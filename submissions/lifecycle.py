@@ -18,10 +18,11 @@ from django.db import transaction
 from django.db.models import Expression, F, Q
 from django.utils import timezone
 
-from benchmark.models import TestSet
+from benchmark.models import TestSet, boards_changed
 from core.jobs import Job, JobState, Stale
 
 from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
+from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ def transition(submission: Submission | int, new_status: Status, *, expect: Coll
         rows = rows.filter(where)
     if not rows.update(status=new_status, **fields):
         return False
+    if Status.SCORED in expected or new_status == Status.SCORED:  # a board shows scored entries (and re-scores)
+        boards_changed([instance.task_id if instance is not None
+                        else Submission.objects.filter(pk=pk).values_list("task_id", flat=True).first()])
     if instance is not None:
         instance.status = new_status
         for name, value in fields.items():
@@ -106,11 +110,26 @@ def heartbeat(submission: Submission, **fields: Any) -> bool:
 def _finish(submission: Submission, new_status: Status, **fields: Any) -> bool:
     """running -> new_status, only for the attempt that claimed it."""
     fields.setdefault("finished_at", timezone.now())
+    rescore = is_rescore(submission)
     finished = transition(submission, new_status, expect={Status.RUNNING}, where=Q(attempts=submission.attempts),
                           lease_expires_at=None, **fields)
     if not finished:
         log.warning("submission %s attempt %s lost its lease; result discarded", submission.pk, submission.attempts)
+    elif not rescore:  # a maintainers' re-score emails nobody
+        notify_after_commit(submission.pk)
     return finished
+
+
+def notify_after_commit(submission_id: int) -> None:
+    """The owner's "run finished" email (if they asked for it), once the result is committed."""
+
+    def send() -> None:
+        submission = (Submission.objects.select_related("task__benchmark", "user__profile")
+                      .defer("item_scores").filter(pk=submission_id).first())
+        if submission is not None:
+            notify_run_finished(submission)
+
+    transaction.on_commit(send)
 
 
 def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores: list, total: int,
@@ -220,9 +239,12 @@ class ScoringState(JobState):
                 record_failed_rescore(job.pk, TestSet.objects.defer("gold", "public_inputs").get(pk=target_id),
                                       note)
             return True
-        return transition(job.pk, Status.FAILED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
-                          finished_at=now, lease_expires_at=None,
-                          error_category=ErrorCategory.WORKER_LOST, error_message=note)
+        gave_up = transition(job.pk, Status.FAILED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
+                             finished_at=now, lease_expires_at=None,
+                             error_category=ErrorCategory.WORKER_LOST, error_message=note)
+        if gave_up:
+            notify_after_commit(job.pk)
+        return gave_up
 
 
 SCORING = Job(key="scoring", task_name=DEFAULT_TASK, state=ScoringState(), what="Scoring")

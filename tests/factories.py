@@ -22,9 +22,11 @@ FIXTURE_TASKS = {
 }
 
 
-def make_user(username="alice", password="correct-horse-42", team=""):
+def make_user(username="alice", password="correct-horse-42", team="", default_public=True):
+    """A researcher. Accounts made on the site are private by default (accounts.models.Profile);
+    most tests are about entries on the board, so theirs publish unless told otherwise."""
     user = User.objects.create_user(username=username, password=password)
-    Profile.objects.create(user=user, team=team)
+    Profile.objects.create(user=user, team=team, default_public=default_public)
     return user
 
 
