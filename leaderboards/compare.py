@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from benchmark.models import Visibility
 from scoring.stats import paired_test
+from submissions import diagnostics
 from submissions.models import Status, Submission
 from submissions.selectors import item_scores_of
 
@@ -82,8 +83,11 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
             "capabilities": side_by_side((cl_a or {}).get("capabilities", []), (cl_b or {}).get("capabilities", []),
                                          "capability", ["failure_rate", "bert_failure_rate"]),
         }
-    qt_a = (a.diagnostics or {}).get("question_types")
-    qt_b = (b.diagnostics or {}).get("question_types")
+    # What each entry's page may show (scoring.disclosure on hidden splits), never the raw rows.
+    shown_a = diagnostics.published(a.diagnostics, hidden=a.test_set.is_hidden)
+    shown_b = diagnostics.published(b.diagnostics, hidden=b.test_set.is_hidden)
+    qt_a = shown_a.get("question_types")
+    qt_b = shown_b.get("question_types")
     if qt_a or qt_b:
         def per_type(qt: dict[str, Any] | None) -> list[dict[str, Any]]:
             tests = (qt or {}).get("categorical", {}).get("tests", [])
@@ -92,7 +96,7 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
             return [{"type": name, **values} for name, values in groups.items()]
 
         result["question_types"] = side_by_side(per_type(qt_a), per_type(qt_b), "type", ["n", "accuracy"])
-    icq_a, icq_b = (a.diagnostics or {}).get("icq") or {}, (b.diagnostics or {}).get("icq") or {}
+    icq_a, icq_b = shown_a.get("icq") or {}, shown_b.get("icq") or {}
     if icq_a.get("accuracy_test") or icq_b.get("accuracy_test"):
         def cues(part: dict[str, Any]) -> list[dict[str, Any]]:
             return [{"cue": f"{r['feature']}={r['value']}", **r} for r in part.get("accuracy_test", [])]

@@ -5,8 +5,12 @@ Only aggregates are stored and shown: per-question outcomes of a hidden split ne
 this module. Each part records whether it applies to the task and why not when it does not.
 On a hidden split no group of fewer than HIDDEN_MIN_GROUP_SIZE questions is stored on its own
 (question types, length bins, linguistic subsets): the questions are public, so the accuracy
-of a one-question group is that question's outcome.
+of a one-question group is that question's outcome. Nor is a group whose mean pins down its
+members' outcomes (all right, all wrong; scoring.disclosure): such groups are pooled, ICQ rows
+withheld, when the diagnostics are computed; ``published`` applies the rule again when stored
+diagnostics are read, for those computed before it existed.
 """
+import copy
 import logging
 from datetime import datetime
 from typing import Any
@@ -16,6 +20,7 @@ from django.db.models import Q
 
 from benchmark.models import Task
 from core.jobs import ColumnState, Job, JobStatus
+from scoring import disclosure
 from scoring.analysis import icq, linguistic, permutation
 from scoring.metrics import expmrc
 
@@ -26,7 +31,10 @@ log = logging.getLogger(__name__)
 
 # Smallest group of a hidden split whose outcome (accuracy, F1) is stored and shown; smaller
 # groups are pooled into "other (small groups)", itself withheld when it is smaller too.
-HIDDEN_MIN_GROUP_SIZE = 5
+HIDDEN_MIN_GROUP_SIZE = disclosure.MIN_GROUP_SIZE
+# Stored with the diagnostics of a hidden split computed under the disclosure rule; rows without
+# it were computed before and are filtered when read (``published``).
+DISCLOSURE_VERSION = 1
 
 
 DIAGNOSTICS = Job(
@@ -126,11 +134,11 @@ def span_diagnostics(task: Task, gold: dict[str, Any], item_scores: list[list[fl
     question_types = permutation.question_type_report(
         [i["question"] for i in items], [i["context"] for i in items], correct,
         language=task.language, n_permutations=n_permutations or settings.DIAGNOSTICS_PERMUTATIONS, seed=0,
-        min_group_size=min_group_size, type_aliases=aliases,
+        min_group_size=min_group_size, type_aliases=aliases, protect_outcomes=hidden,
     )
     bias = linguistic.linguistic_bias(
         [{**item, "f1": f1} for item, f1 in zip(items, answer_f1)], language=task.language,
-        min_group_size=min_group_size,
+        min_group_size=min_group_size, protect_outcomes=hidden,
     )
     return {"question_types": question_types, "linguistic_bias": bias}
 
@@ -156,16 +164,18 @@ def icq_diagnostics(submission: Submission) -> dict[str, Any]:
     instances = test_instances(task, submission.test_set.gold)
     predictions = predicted_labels(submission, submission.test_set.gold)
     kind = "classification" if task.kind == "classification" else "multichoice"
+    hidden = submission.test_set.is_hidden
     result = {
         "applicable": True,
         "accuracy_test": icq.accuracy_test(instances, predictions, cues_info["cues"], kind=kind,
-                                           language=task.language),
+                                           language=task.language, protect_outcomes=hidden),
         "distribution_test": [],
         "note": cues_info.get("note", ""),
     }
     if cues_info["status"] == "done":
         result["distribution_test"] = icq.distribution_test(
-            instances, predictions, cues_info["cues"], kind=kind, language=task.language, seed=0
+            instances, predictions, cues_info["cues"], kind=kind, language=task.language, seed=0,
+            protect_outcomes=hidden,
         )
     return result
 
@@ -186,4 +196,79 @@ def run(submission: Submission, n_permutations: int | None = None) -> dict[str, 
                                       hidden=submission.test_set.is_hidden, n_permutations=n_permutations))
     if task.kind in ("multichoice", "classification"):
         parts["icq"] = icq_diagnostics(submission)
+    if submission.test_set.is_hidden:
+        parts["disclosure"] = {"version": DISCLOSURE_VERSION, "rule": disclosure.RULE,
+                               "suppressed": suppressed_parts(parts)}
     return parts
+
+
+def suppressed_parts(diagnostics: dict[str, Any]) -> list[str]:
+    """Readable names of the groupings where the disclosure rule pooled groups or withheld rows
+    (for the page's note), e.g. "question type", "ICQ accuracy test (2 cues)"."""
+    found = []
+    for test in (diagnostics.get("question_types") or {}).get("categorical", {}).get("tests", []):
+        if test.get("pooled_for_outcomes") or test.get("withheld"):
+            found.append(test["variable"].replace("_", " "))
+    for prop in (diagnostics.get("linguistic_bias") or {}).get("properties", []):
+        if prop.get("pooled_for_outcomes") or prop.get("withheld"):
+            found.append(f"linguistic: {prop['name'].replace('_', ' ')}")
+    icq_part = diagnostics.get("icq") or {}
+    for key, name in (("accuracy_test", "ICQ accuracy test"), ("distribution_test", "ICQ distribution test")):
+        withheld = sum(1 for row in icq_part.get(key) or [] if row.get("withheld"))
+        if withheld:
+            found.append(f"{name} ({withheld} cue{'s' if withheld != 1 else ''})")
+    return found
+
+
+def published(diagnostics: dict[str, Any] | None, *, hidden: bool) -> dict[str, Any]:
+    """The stored diagnostics as they may be shown (page, API, compare). Public splits and
+    hidden ones computed under the disclosure rule are shown as stored. Hidden ones computed
+    before it are filtered with what is stored, conservatively: a grouping with a group (or a
+    remainder given by the totals) that reveals its members' outcomes is withheld whole, as is
+    an ICQ row, and the distribution test (whose check needs the predictions); recomputing them
+    (``redo_for_test_set``) brings back what the rule allows."""
+    stored = diagnostics or {}
+    if not stored or not hidden or "error" in stored or (stored.get("disclosure") or {}).get("version") == DISCLOSURE_VERSION:
+        return stored
+    shown = copy.deepcopy(stored)
+    qt = shown.get("question_types")
+    if qt:
+        for test in qt.get("categorical", {}).get("tests", []):
+            groups = test.get("groups", {})
+            blocks = [(g["correct"], g["n"]) for g in groups.values()]
+            rest_n = qt["n_items"] - sum(n for _, n in blocks)
+            blocks.append((qt["n_correct"] - sum(c for c, _ in blocks), rest_n))
+            if any(n and disclosure.reveals_members(c, 0, n) for c, n in blocks):
+                _withhold(test, groups={}, order=[], statistic=None, p_value=None, p_value_se=None,
+                          p_value_chi_square=None, significant=None)
+                if test["variable"] == "question_type":
+                    qt["one_vs_rest"] = {**qt.get("one_vs_rest", {}), "tests": [], "threshold": None}
+    for prop in (shown.get("linguistic_bias") or {}).get("properties", []):
+        # The remainder's F1 follows from the score, which is not stored here: withheld with it.
+        if prop.get("hidden_items") or any(disclosure.reveals_members(b["f1"] * b["n"], 0, b["n"])
+                                           for b in prop.get("bins", [])):
+            _withhold(prop, bins=[], bias=None, between_bin_variance=None, null_expectation=None,
+                      bias_corrected=None, p_value=None)
+    icq_part = shown.get("icq") or {}
+    rows = icq_part.get("accuracy_test") or []
+    for row in rows:
+        if row.get("acc_with") is not None and not (
+                disclosure.disclosable(round(row["acc_with"] * row["n_with"]), row["n_with"])
+                and disclosure.disclosable(round(row["acc_without"] * row["n_without"]), row["n_without"])):
+            _withhold(row, acc_with=None, acc_without=None, delta=None, p_value=None)
+    for row, adjusted in zip(rows, disclosure.withheld_holm([row.get("p_value") for row in rows], icq.holm)):
+        row["p_holm"] = adjusted
+    if icq_part.get("distribution_test"):
+        icq_part["distribution_test"] = [
+            {"feature": row["feature"], "value": row["value"], "cue_label": row.get("cue_label"),
+             "reference_dist": row.get("reference_dist", {}), "n_flat": None, "p_value": None, "p_holm": None,
+             "follows_cue": None, "follows_cue_published": None, "withheld": True}
+            for row in icq_part["distribution_test"]]
+    shown["disclosure"] = {"version": None, "rule": disclosure.RULE, "suppressed": suppressed_parts(shown),
+                           "recompute": True}
+    return shown
+
+
+def _withhold(part: dict[str, Any], **emptied: Any) -> None:
+    part.update(emptied)
+    part["withheld"] = True

@@ -72,6 +72,7 @@ from typing import Any
 
 import numpy as np
 
+from scoring import disclosure
 from scoring.analysis import features as _features
 
 CLASSIFICATION, MULTICHOICE = "classification", "multichoice"
@@ -605,7 +606,7 @@ def _cue_types(cues: Sequence[Mapping] | None, language: str) -> frozenset[str] 
 
 def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[str, Any],
                   cues: Sequence[Mapping] | None, *, kind: str, language: str = "en",
-                  min_count: int = MIN_COUNT, top_k: int = TOP_K) -> list[dict]:
+                  min_count: int = MIN_COUNT, top_k: int = TOP_K, protect_outcomes: bool = False) -> list[dict]:
     """ΔAcc = acc(S_f) - acc(S_nf) for each cue (in the cues' order) whose S_f and S_nf both
     hold >= ``min_count`` instances/questions.
 
@@ -616,6 +617,11 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
 
     ``cues=None`` (no reference split) tests every feature of ``test`` instead and keeps the
     ``top_k`` largest deltas, as the ICQ code does (Holm still counts every feature tested).
+
+    ``protect_outcomes`` (hidden splits): when S_f or S_nf is all right or all wrong, its
+    accuracy would give away each of its questions' outcomes (the total is public, so either
+    gives the other), so the row keeps its counts only and ``withheld`` is True; Holm counts it
+    as a test with p = 1 (``disclosure.withheld_holm``). Without cues such rows are not ranked.
     """
     if cues is not None and not cues:
         return []
@@ -639,13 +645,19 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
         acc_with = correct_with / n_with
         acc_without = correct_without / n_without
         feature, value = _features.split_key(key)
+        if protect_outcomes and not (disclosure.disclosable(correct_with, n_with)
+                                     and disclosure.disclosable(correct_without, n_without)):
+            rows.append({"feature": feature, "value": value, "n_with": n_with, "n_without": n_without,
+                         "acc_with": None, "acc_without": None, "delta": None, "p_value": None, "withheld": True})
+            continue
         rows.append({"feature": feature, "value": value, "n_with": n_with, "n_without": n_without,
                      "acc_with": acc_with, "acc_without": acc_without, "delta": acc_with - acc_without,
                      "p_value": fisher_exact(correct_with, n_with - correct_with,
                                              correct_without, n_without - correct_without)})
-    for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):
+    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm)):
         row["p_holm"] = adjusted
     if cues is None:
+        rows = [row for row in rows if not row.get("withheld")]
         rows.sort(key=lambda row: (-row["delta"], row["feature"], row["value"]))
         rows = rows[:top_k]
     return rows
@@ -747,7 +759,7 @@ class CueFreeModel:
 
 def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[str, Any],
                       cues: Sequence[Mapping], *, kind: str, language: str = "en", seed: int = 0,
-                      min_count: int = MIN_COUNT, alpha: float = ALPHA) -> list[dict]:
+                      min_count: int = MIN_COUNT, alpha: float = ALPHA, protect_outcomes: bool = False) -> list[dict]:
     """Per cue (from :func:`discover_cues`): the entry's predicted-label distribution on the
     flattened S_f against what a cue-free model of the same accuracy would predict there.
 
@@ -764,6 +776,11 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
     instance without a usable prediction is left out of the predicted distribution (and counts
     as not predicting the cue's label). Cues stored without ``prior`` (tables computed before the
     label prior existed) are read against the label prior of ``test``.
+
+    ``protect_outcomes`` (hidden splits): the flattened set is drawn by gold label, so a count
+    of its items predicted as some label at an end of what the entry's predictions allow
+    (``_flat_reveals``) says which of them are gold; such a row keeps the cue's public side only,
+    ``withheld`` is True, and Holm counts it as a test with p = 1.
     """
     if not cues:
         return []
@@ -805,6 +822,11 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
         cue_label = _cue_label(cue, labels, test_labels)
         p_value, observed, expected = null.p_value(flat, cue_label)
         feature, value = _features.split_key(key)
+        if protect_outcomes and _flat_reveals(items, flat, labels):
+            rows.append({"feature": feature, "value": value, "n_flat": None, "reference_dist": reference,
+                         "cue_label": cue_label, "p_value": None, "p_holm": None, "follows_cue": None,
+                         "follows_cue_published": None, "withheld": True})
+            continue
         rows.append({
             "feature": feature,
             "value": value,
@@ -824,10 +846,28 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
             "p_holm": 1.0,
             "follows_cue_published": _argmax(predicted_dist) == _argmax(reference) and jsd_reference < jsd_uniform,
         })
-    for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):
+    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm)):
         row["p_holm"] = adjusted
-        row["follows_cue"] = adjusted < alpha
+        row["follows_cue"] = None if adjusted is None else adjusted < alpha
     return rows
+
+
+def _flat_reveals(items: Sequence[tuple[Any, str, Any]], flat: Sequence[tuple[Any, str, Any]],
+                  labels: Sequence[str]) -> bool:
+    """Whether a label's count among the flattened items sits at an end of what the public side
+    allows. Whoever knows the predictions knows, for every item of S_f, whether it was predicted
+    as the label (``predicted``), but not which items were drawn into the flattened set (that
+    depends on the gold labels): of n drawn items, between max(0, n - items not predicted so)
+    and min(n, predicted) can be predicted so. A count at either end ties the drawn items to the
+    predictions (e.g. none drawn predicted as "right": no picked option carrying f is correct,
+    when the right rows are the minority and all drawn) and is withheld (disclosure.reveals_members)."""
+    drawn = len(flat)
+    for label in labels:
+        predicted = sum(1 for item in items if item[2] == label)
+        count = sum(1 for item in flat if item[2] == label)
+        if disclosure.reveals_members(count, max(0, drawn - (len(items) - predicted)), min(drawn, predicted)):
+            return True
+    return False
 
 
 def _cue_label(cue: Mapping, labels: Sequence[str], test_labels: Counter) -> str:

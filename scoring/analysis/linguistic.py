@@ -65,10 +65,10 @@ from scoring.analysis.question_types import (
     SMALL_GROUPS,
     bin_sort_key,
     length_bin,
-    pool_small_groups,
     question_type,
     value_bin,
 )
+from scoring.disclosure import coarsen_groups
 
 DEFAULT_BIN_WIDTHS = {
     "passage_length": 50,
@@ -184,17 +184,22 @@ def _validated_items(items: Sequence[dict]) -> list[tuple[str, str, list[str], f
 
 
 def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[str] | None = None,
-             min_group_size: int | None = None) -> dict:
+             min_group_size: int | None = None, protect_outcomes: bool = False) -> dict:
     """Bins (non-empty only) with their item count and mean F1; items labelled None are left
     out. Categorical bins follow ``order``, numeric ones their numeric order. With
     ``min_group_size``, small bins are pooled (``pool_small_groups``): the pool comes last,
-    listing the bins it holds under ``pooled``, and is left out when itself too small.
+    listing the bins it holds under ``pooled``, and is left out when itself too small; with
+    ``protect_outcomes`` bins are pooled further until none gives its items' F1 away
+    (``scoring.disclosure.coarsen_groups``), those listed under ``pooled_for_outcomes``.
     Returns ``{"bins", "pooled_groups", "hidden_items", "groups"}`` (``hidden_items``: items in
     no bin shown; ``groups``: the F1 values of each bin shown on its own, the pool excluded)."""
     pooled_names: list[str] = []
     pool_published = True
+    for_outcomes: list[str] = []
     if min_group_size is not None:
-        labels, pooled_names, pool_published = pool_small_groups(labels, min_group_size)
+        coarsening = coarsen_groups(labels, f1, min_group_size, protect_outcomes=protect_outcomes)
+        labels, pooled_names, pool_published = coarsening.labels, coarsening.pooled, coarsening.pool_published
+        for_outcomes = coarsening.pooled_for_outcomes
     groups: dict[str, list[float]] = {}
     for label, value in zip(labels, f1):
         if label is not None:
@@ -212,7 +217,7 @@ def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[
         else:
             hidden_items = len(pool)
     return {"bins": bins, "pooled_groups": pooled_names, "hidden_items": hidden_items,
-            "groups": {name: groups[name] for name in names}}
+            "pooled_for_outcomes": for_outcomes, "groups": {name: groups[name] for name in names}}
 
 
 def _positive_int(value, name: str, least: int) -> int:
@@ -302,12 +307,13 @@ def _bias(bins: list[dict]) -> float | None:
 def _property(name: str, subsets: dict, test: dict, *, width, unit: str, note: str) -> dict:
     return {"name": name, "applicable": True, "bin_width": width, "unit": unit,
             "bins": subsets["bins"], "bias": _bias(subsets["bins"]), **test, "note": note,
-            "pooled_groups": subsets["pooled_groups"], "hidden_items": subsets["hidden_items"]}
+            "pooled_groups": subsets["pooled_groups"], "hidden_items": subsets["hidden_items"],
+            "pooled_for_outcomes": subsets["pooled_for_outcomes"]}
 
 
 def _not_applicable(name: str, note: str, test: dict) -> dict:
     return {"name": name, "applicable": False, "bin_width": None, "unit": None, "bins": [], "bias": None,
-            **test, "note": note, "pooled_groups": [], "hidden_items": 0}
+            **test, "note": note, "pooled_groups": [], "hidden_items": 0, "pooled_for_outcomes": []}
 
 
 def _bin_widths(overrides: dict | None) -> dict:
@@ -325,13 +331,15 @@ def _bin_widths(overrides: dict | None) -> dict:
 
 def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: dict | None = None,
                     min_group_size: int | None = None, n_permutations: int = DEFAULT_PERMUTATIONS,
-                    min_bin_size: int = DEFAULT_MIN_BIN_SIZE, seed: int = 0) -> dict:
+                    min_bin_size: int = DEFAULT_MIN_BIN_SIZE, seed: int = 0,
+                    protect_outcomes: bool = False) -> dict:
     """Subset F1, raw bias score (Wu et al., 2022), noise-corrected score and its permutation
     p-value for the five linguistic properties.
 
     ``items``: ``{"question", "context", "answers": [gold answer texts], "f1": 0..1}``.
     ``bin_widths`` overrides the defaults ``DEFAULT_BIN_WIDTHS`` per property.
-    ``min_group_size`` (hidden test sets): no subset smaller than this is shown on its own.
+    ``min_group_size`` (hidden test sets): no subset smaller than this is shown on its own;
+    with ``protect_outcomes`` neither is one whose F1 would pin down its items' F1.
     ``n_permutations``, ``min_bin_size``, ``seed``: the corrected score and its test
     (``between_bin_test``, run on the subsets shown on their own, the pool left out; each
     property's shuffles are seeded with ``seed`` and its name).
@@ -364,7 +372,7 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
                                 min_bin_size=min_bin_size)
 
     def analysed(name, labels, order=None, **described):
-        subsets = _subsets(labels, f1, order, min_group_size)
+        subsets = _subsets(labels, f1, order, min_group_size, protect_outcomes)
         return _property(name, subsets, test(name, subsets["groups"]), **described)
 
     def not_applicable(name, note):
@@ -411,5 +419,6 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
         properties.append(not_applicable(
             "word_frequency", "passage word frequency needs English word tokens; not computed for Chinese"))
     return {"language": language, "n_items": len(rows), "min_group_size": min_group_size,
+            "outcomes_protected": bool(protect_outcomes and min_group_size is not None),
             "min_bin_size": min_bin_size, "n_permutations": n_permutations, "seed": int(seed),
             "properties": properties}

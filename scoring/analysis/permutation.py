@@ -54,7 +54,8 @@ from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
-from scoring.analysis.question_types import OTHER, SMALL_GROUPS, bin_sort_key, pool_small_groups, question_type
+from scoring.analysis.question_types import OTHER, SMALL_GROUPS, bin_sort_key, question_type
+from scoring.disclosure import coarsen_groups
 
 # Permuted count vectors are drawn in blocks of about this many numbers (8 MB of int64), so
 # 1,000,000 permutations of many groups do not need one huge array.
@@ -461,6 +462,7 @@ def question_type_report(
     type_aliases: Mapping[str, str] | None = None,
     sequential: bool = True,
     epsilon: float = DEFAULT_EPSILON,
+    protect_outcomes: bool = False,
 ) -> dict:
     """Luo (2022) for one submission: is correctness related to question type, question length
     or context length, and which question types are answered worse than the rest?
@@ -485,6 +487,10 @@ def question_type_report(
     to the published groups it would give away the split of the pool's correct count between
     its members (a group of one: that question's outcome). Pooled labels are listed per test
     under ``pooled_groups``; pooled types get no one-vs-rest test, nor does the pool.
+
+    ``protect_outcomes`` (hidden test sets, with ``min_group_size``): a group all right or all
+    wrong would give its questions' outcomes away, so groups are pooled further until none does
+    (``scoring.disclosure.coarsen_groups``); listed per test under ``pooled_for_outcomes``.
 
     ``type_aliases`` merges question types before anything else (e.g. {"whose": "who"}), so
     that the groups can match those another analysis publishes for the same items: two
@@ -513,9 +519,11 @@ def question_type_report(
     categorical = []
     tested_types = types
     for (name, labels, binning), child_seed in zip(variables, child_seeds):
-        pooled, pool_published = [], True
+        pooled, pool_published, for_outcomes = [], True, []
         if min_group_size is not None:
-            labels, pooled, pool_published = pool_small_groups(labels, min_group_size)
+            coarsening = coarsen_groups(labels, outcome, min_group_size, protect_outcomes=protect_outcomes)
+            labels, pooled, pool_published = coarsening.labels, coarsening.pooled, coarsening.pool_published
+            for_outcomes = coarsening.pooled_for_outcomes
         if name == "question_type":
             tested_types = labels
         result = categorical_test(labels, outcome, n_permutations=n_permutations, seed=int(child_seed),
@@ -528,6 +536,7 @@ def question_type_report(
             **result,
             "order": list(result["groups"]),
             "pooled_groups": pooled,
+            "pooled_for_outcomes": for_outcomes,
             "significant": bool(result["p_value"] < threshold),
         })
     one_vs_rest = one_vs_rest_tests(tested_types, outcome, min_items=10, n_permutations=n_permutations,
@@ -542,6 +551,7 @@ def question_type_report(
         "n_permutations": int(n_permutations),
         "seed": seed,
         "min_group_size": min_group_size,
+        "outcomes_protected": bool(protect_outcomes and min_group_size is not None),
         "p_value_formula": "(1 + #{permuted >= observed}) / (1 + draws)",
         "procedure": "sequential" if sequential else "fixed",
         "sequential": {
