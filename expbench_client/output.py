@@ -42,6 +42,7 @@ def cell(value: Any) -> str:
 
 
 def score(value: Any) -> str:
+    """Three decimals; ``-`` for a missing or empty score (null, "", a non-number)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return ABSENT
     return f"{value:.3f}"
@@ -151,22 +152,31 @@ def submission_details(submission: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def scores_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row's scores; a missing, null or malformed ``scores`` is no score at all, never a crash."""
+    scores = row.get("scores")
+    return scores if isinstance(scores, Mapping) else {}
+
+
 def leaderboard_table(board: Mapping[str, Any]) -> str:
-    rows = board.get("rows") or []
+    rows = [row for row in board.get("rows") or [] if isinstance(row, Mapping)]
+    primary = board.get("primary_metric")
     metrics: list[str] = []
     for row in rows:
-        metrics += [k for k in (row.get("scores") or {}) if k not in metrics]
+        metrics += [k for k in scores_of(row) if k not in metrics]
+    # The primary metric is a column even when no row has it yet, so the header always names it.
+    if isinstance(primary, str) and primary and primary not in metrics:
+        metrics.append(primary)
     body = []
     for row in rows:
         # The mark leads, so clipping a long name to fit 80 columns never drops it.
         method = ("* " if row.get("reported") else "") + cell(row.get("method"))
-        body.append([row.get("rank"), method, row.get("team"), *[score((row.get("scores") or {}).get(k))
-                                                                   for k in metrics]])
+        body.append([row.get("rank"), method, row.get("team"), *[score(scores_of(row).get(k)) for k in metrics]])
     text = table(["RANK", "METHOD", "TEAM", *metrics], body, right=[0, *range(3, 3 + len(metrics))], shrink=[2, 1])
-    title = f"{board.get('task', '')}  (primary metric {cell(board.get('primary_metric'))}, " \
+    title = f"{board.get('task', '')}  (primary metric {cell(primary)}, " \
             f"test set {cell(board.get('test_set_version'))})"
     if not rows:
-        return title + "\nno entries yet"
+        return "\n".join([title, text, "no entries yet"])
     return "\n".join(filter(None, [title, text, reported_footnote(rows)]))
 
 
@@ -193,9 +203,9 @@ def benchmark_table(slug: str, board: Mapping[str, Any]) -> str:
                      *[score(per_task.get(t)) for t in tasks]])
     headers = ["RANK", "METHOD", "TEAM", "AVERAGE", *[short_task(t, tasks) for t in tasks]]
     title = f"{slug}: average of the primary metric over {len(tasks)} tasks ({', '.join(tasks) or '-'})"
-    if not rows:
-        return title + "\nno system has a public score on every task yet"
     text = table(headers, body, right=[0, *range(3, len(headers))], shrink=[2, 1])
+    if not rows:
+        return "\n".join([title, text, "no system has a public score on every task yet"])
     return "\n".join(filter(None, [title, text, reported_footnote(rows)]))
 
 

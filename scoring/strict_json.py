@@ -160,12 +160,35 @@ def listed(values: list[str], limit: int = MAX_LISTED) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+# The first bytes of file formats people upload by mistake, for a message that names the format
+# instead of the first byte that is not UTF-8 (0x89 for a PNG).
+MAGIC_BYTES = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+    (b"%PDF-", "a PDF document"), (b"PK\x03\x04", "a ZIP archive (or an Office document)"),
+    (b"PK\x05\x06", "an empty ZIP archive"), (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"BZh", "a bzip2-compressed file"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"), (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\xd0\xcf\x11\xe0", "an old Office document"), (b"SQLite format 3\x00", "an SQLite database"),
+    (b"\x93NUMPY", "a NumPy array"), (b"\x80\x04", "a Python pickle"), (b"\x80\x05", "a Python pickle"),
+    (b"\x7fELF", "a program (ELF)"),
+)
+
+
+def looks_like(raw: bytes) -> str:
+    """What a file's first bytes say it is ("" when they name no known binary format)."""
+    return next((name for magic, name in MAGIC_BYTES if raw.startswith(magic)), "")
+
+
 def decode_utf8(raw: bytes) -> str:
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8):]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        kind = looks_like(raw)
+        if kind:
+            raise InvalidPredictions(f"prediction file is not JSON text: this looks like {kind}. "
+                                     "Upload the JSON file itself (UTF-8 text).") from None
         line = raw.count(b"\n", 0, exc.start) + 1
         hint = ""
         if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -184,10 +207,16 @@ def load_json_object(raw: bytes | str, *, max_bytes: int, expected: str):
     if len(raw) > max_bytes:
         raise InvalidPredictions(f"prediction file is {len(raw):,} bytes, over the limit of {max_bytes:,} bytes")
     text = decode_utf8(bytes(raw))
+    if not text.strip():
+        # json says "Expecting value at line 1, column 1", which reads as a syntax error.
+        raise InvalidPredictions("prediction file is empty" if not text else
+                                 "prediction file is empty (it holds only white space)")
     try:
         document = loads_json(text, object_pairs_hook=JsonObject)
     except InvalidJson as exc:
-        raise InvalidPredictions(f"not valid JSON: {exc}") from None
+        kind = looks_like(bytes(raw))  # a format whose first bytes are ASCII, e.g. a small PDF
+        message = f"this looks like {kind}" if kind else str(exc)
+        raise InvalidPredictions(f"not valid JSON: {message}") from None
     if not isinstance(document, JsonObject):
         raise InvalidPredictions(f"top level must be a JSON object {expected}, found {json_type(document)}")
     return text, document

@@ -44,20 +44,45 @@ def ci_bar(low: float | None, high: float | None, value: float | None, width: fl
     )
 
 
+# Label widths in px at the charts' 11px font: CJK characters are about a full em wide.
+LATIN_PX, WIDE_PX, LONGEST_LABEL = 6.4, 11.5, 40
+
+
+def text_px(text: str) -> float:
+    return sum(WIDE_PX if ord(ch) >= 0x2E80 else LATIN_PX for ch in text)
+
+
+def short_label(text: str) -> str:
+    return text if len(text) <= LONGEST_LABEL else text[: LONGEST_LABEL - 1] + "…"
+
+
+def chart_name(title: str, rows: Iterable[tuple[str, str]]) -> str:
+    """The accessible name of a chart: its title and every label with its value, so a screen
+    reader gets what the bars show."""
+    return escape((f"{title}: " if title else "Bar chart: ") + "; ".join(f"{label} {value}" for label, value in rows))
+
+
 @register.simple_tag
 def hbar_chart(items: Iterable[Mapping[str, Any]], label_key: str, value_key: str, max_value: float | None = None,
-               width: float = 420, decimals: int | str = 1, scale: float = 1.0, signed: bool = False) -> str:
+               width: float = 420, decimals: int | str = 1, scale: float = 1.0, signed: bool = False,
+               title: str = "") -> str:
     """A horizontal bar chart as inline SVG (no JavaScript, no CDN). ``signed`` draws bars
-    left or right of a centre line, for differences such as ΔAcc."""
+    left or right of a centre line, for differences such as ΔAcc. ``max_value`` fixes the
+    scale (charts meant to be compared pass the same one); the label column is as wide as the
+    longest label, so labels are not cut (beyond 40 characters they end in "…", the full text
+    in the chart's name). ``title`` starts the chart's accessible name."""
     rows = [(str(item[label_key]), item[value_key]) for item in items if item.get(value_key) is not None]
     if not rows:
         return ""
     values = [float(v) for _, v in rows]  # bar lengths use raw values; labels show value * scale
-    label_w, bar_h, gap = 150, 16, 6
+    label_w = min(max(60.0, max(text_px(short_label(label)) for label, _ in rows) + 12), width * 0.55)
+    bar_h, gap = 16, 6
     plot_w = width - label_w - 60
     top = max_value if max_value is not None else (max(abs(v) for v in values) or 1.0)
     height = len(rows) * (bar_h + gap) + gap
-    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
+    name = chart_name(title, ((label, f"{value * scale:.{int(decimals)}f}") for (label, _), value in zip(rows, values)))
+    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{name}">']
     zero = label_w + (plot_w / 2 if signed else 0)
     for i, ((label, _), value) in enumerate(zip(rows, values)):
         y = gap + i * (bar_h + gap)
@@ -65,8 +90,8 @@ def hbar_chart(items: Iterable[Mapping[str, Any]], label_key: str, value_key: st
         length = min(abs(value) / top, 1.0) * span if top else 0
         x = zero - length if signed and value < 0 else zero
         cls = "bar-neg" if value < 0 else "bar"
-        parts.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="chart-label">'
-                     f'{escape(label[:24])}</text>')
+        parts.append(f'<text x="{label_w - 6:.1f}" y="{y + bar_h - 4}" text-anchor="end" class="chart-label">'
+                     f'{escape(short_label(label))}</text>')
         parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max(length, 1):.1f}" height="{bar_h}" rx="3" class="{cls}"/>')
         parts.append(f'<text x="{max(x + length, zero) + 4:.1f}" y="{y + bar_h - 4}" class="chart-value">'
                      f'{value * scale:.{int(decimals)}f}</text>')
@@ -105,8 +130,12 @@ def grouped_bar_chart(item: Mapping[str, Any], series_keys: str, series_names: s
     group_h = len(keys) * bar_h
     height = legend_h + len(categories) * (group_h + gap) + gap
     top = float(max_value) if max_value else max(float(v) for dist in dists for v in dist.values()) or 1.0
+    name = chart_name(", ".join(names), (
+        (str(category), ", ".join(f"{names[i] if i < len(names) else keys[i]} {float(dist[category]):.{int(decimals)}f}"
+                                  for i, dist in enumerate(dists) if dist.get(category) is not None))
+        for category in categories))
     parts = [f'<svg class="chart grouped-chart" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img">']
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{name}">']
     x = label_w
     for i, name in enumerate(names):
         parts.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{_SERIES_FILLS[i % len(_SERIES_FILLS)]}"/>')
@@ -130,3 +159,20 @@ def grouped_bar_chart(item: Mapping[str, Any], series_keys: str, series_names: s
                          f'{float(value):.{int(decimals)}f}</text>')
     parts.append("</svg>")
     return mark_safe("".join(parts))
+
+
+@register.filter
+def p_value(value: float | str | None, decimals: int | str = 3) -> str:
+    """``p = 0.042``; a p-value below the last decimal shown reads ``p < 0.001``, never
+    ``p = 0.000`` (a permutation p-value is never 0)."""
+    cell = p_cell(value, decimals)
+    return "p < " + cell[1:] if cell.startswith("<") else "p = " + cell
+
+
+@register.filter
+def p_cell(value: float | str | None, decimals: int | str = 4) -> str:
+    """A p-value in a table column: ``0.0421``, or ``<0.0001`` below the last decimal shown."""
+    if value is None or value == "":
+        return "—"
+    places = int(decimals)
+    return f"<{10 ** -places:.{places}f}" if float(value) < 10 ** -places else f"{float(value):.{places}f}"

@@ -1,5 +1,6 @@
 """A real browser (headless Debian Chromium, driven by Playwright) signs up, uploads a sample
 submission, waits on the status page and finds the entry on the leaderboard."""
+import contextlib
 import shutil
 import tempfile
 
@@ -12,8 +13,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-@pytest.fixture(scope="module")
-def browser():
+@contextlib.contextmanager
+def launch_chromium():
+    """Headless Debian Chromium through Playwright (also used by test_pages_browser)."""
     if not shutil.which("chromium"):
         pytest.skip("Debian chromium is not installed (apt-get install chromium; .ci/run does this)")
     from playwright.sync_api import sync_playwright
@@ -25,8 +27,16 @@ def browser():
             args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"],
         )
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launch_chromium() as chromium:
+        yield chromium
 
 
 def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
@@ -59,6 +69,7 @@ def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
 
     page.set_input_files("#id_file", str(predictions))
     page.fill("#id_method_name", "Browser system")
+    page.check("#id_public")  # entries are private unless the researcher says otherwise
     page.get_by_role("button", name="Upload and score").click()
     assert "/submissions/" in page.url
     # The status page refreshes itself until the score is there.
@@ -75,4 +86,8 @@ def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
 
     page.goto(url + "/submissions/")
     assert page.locator("#my-submissions").get_by_text("Browser system").is_visible()
-    assert page.locator("#my-submissions").get_by_text("Rejected").is_visible()
+    # The rejected upload is left out by default, one click away.
+    assert page.locator("#my-submissions").get_by_text("Rejected", exact=True).count() == 0
+    page.locator("#rejected-note a").click()
+    assert page.locator("#my-submissions").get_by_text("Rejected", exact=True).is_visible()
+    assert page.locator("#my-submissions").get_by_text("Browser system").count() == 0

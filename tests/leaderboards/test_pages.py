@@ -249,7 +249,7 @@ def test_submit_page_shows_the_quota(squad, alice):
     [
         (b"\xff\xfe{}", "prediction file is not UTF-8: invalid byte 0xff at line 1 (byte offset 0)"),
         (b'{"fx-squad-1": {"answer": "x", "evidence": "y"},\n}', "not valid JSON:"),
-        (b"", "not valid JSON: Expecting value at line 1, column 1"),
+        (b"", "prediction file is empty"),
         (b"[]", "top level must be a JSON object"),
         ({"fx-squad-1": {"answer": "x"}}, 'invalid entries: line 1: "fx-squad-1": field "evidence" is missing'),
         ({"nope": {"answer": "x", "evidence": "y"}}, 'keys not in the test set: line 1: "nope"'),
