@@ -128,9 +128,10 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
             error = str(exc)
 
     if error is not None:
+        # The row and its message are kept; the file is not stored (nothing reads it again,
+        # and rejected files cost no quota: storing them let anyone fill the disk).
         if raw is not None:
             submission.sha256 = hashlib.sha256(raw).hexdigest()
-            submission.file.save(submission_upload_name(), ContentFile(raw), save=False)
         lifecycle.transition(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT,
                              error_message=error)
         return submission

@@ -22,6 +22,7 @@ from benchmark.models import TestSet, boards_changed
 from core.jobs import Job, JobState, Stale
 
 from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
+from . import storage
 from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,10 @@ def is_rescore(submission: Submission) -> bool:
 def reject_run(submission: Submission, message: str) -> bool:
     if is_rescore(submission):
         return _abandon_rescore(submission, message)
-    return _finish(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT, error_message=message)
+    rejected = _finish(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT, error_message=message)
+    if rejected:
+        storage.discard_rejected_file(submission)  # the row and its message stay; the bytes go
+    return rejected
 
 
 def fail_run(submission: Submission, category: ErrorCategory, message: str) -> bool:

@@ -4,23 +4,48 @@ one entry module. ``checked_files`` is the ONE check: the upload applies it (thr
 the run applies it again, with the same limits, to the stored file before unpacking exactly the
 files it returns (``job_dir.install_code``). Whatever would fail at run time (a name the
 filesystem refuses, a file where a folder must be, bytecode, native code, a shadowed trusted
-module) is therefore refused at upload with a readable message, never a run-time error."""
+module) is therefore refused at upload with a readable message, never a run-time error.
+
+The check runs inside a web worker, so its cost is bounded by the upload's size and the fixed
+limits below, whatever the file holds (docs/sandbox.md, "Limits of the upload check"): zip
+members are inflated chunk by chunk against the sizes their headers declare (a member that
+holds more is refused after one chunk), the Python source parsed is capped in bytes and files,
+and nesting is measured before the parser sees it."""
 from __future__ import annotations
 
 import ast
 import io
+import re
+import struct
 import sys
+import threading
 import zipfile
+import zlib
 from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES
 from pathlib import PurePosixPath
-from typing import Iterable
+from typing import Callable, Iterable
 
 from scoring.sandbox.errors import InvalidCode
 from scoring.sandbox.layout import ENTRY_FILE, ENTRY_MODULE, RESERVED_MODULES
 
 DEFAULT_MAX_BYTES = 1_000_000  # the upload limit when the caller names none (CODE_MAX_BYTES)
 MAX_ZIP_FILES = 500
-ZIP_EXPANSION = 10  # uncompressed zip content may be at most this times max_bytes (the upload limit)
+# A zip's members together may hold at most ZIP_EXPANSION x max_bytes (the upload limit), and
+# never more than MAX_UNPACKED_BYTES: everything unpacked is held in memory by the check.
+ZIP_EXPANSION = 10
+MAX_UNPACKED_BYTES = 4 * 1024 * 1024
+INFLATE_CHUNK = 64 * 1024  # the most one decompression step may produce
+# Parsing costs far more than its input: ast.parse of 128 KiB of one-token statements takes
+# 0.3-0.5 s of CPU and ~120 MB at peak. These caps bound the parser's work per upload (the
+# largest module bounds its memory, the total its time) at a few tenths of a second, however
+# many uploads arrive; honest interpreters are a few tens of KB (data belongs in other files).
+MAX_MODULE_BYTES = 64 * 1024
+MAX_SOURCE_BYTES = 128 * 1024
+MAX_SOURCE_FILES = 100
+# Brackets open at once and indentation levels, measured before parsing. CPython's own limits
+# are 200 and 100; deeper expressions without brackets (a chain of 100,000 unary minus signs)
+# stop the parser quickly with MemoryError or RecursionError, refused like a syntax error.
+MAX_NESTING_DEPTH = 50
 # Linux refuses a path component over 255 bytes (NAME_MAX) and a path over 4096 (PATH_MAX). A
 # member is unpacked below the job directory (/tmp/expbench-sandbox-XXXXXXXX/code/) and seen
 # inside the jail below /sandbox/code/, so its own path must leave room for those prefixes.
@@ -46,18 +71,107 @@ def _describe_syntax_error(name: str, error: SyntaxError) -> str:
     return f"{name}: syntax error at {where}: {error.msg}"
 
 
+_BRACKETS = frozenset(b"()[]{}")
+_OPENING_BRACKETS = frozenset(b"([{")
+_ALL_BUT_BRACKETS = bytes(byte for byte in range(256) if byte not in _BRACKETS)
+_CODE_LINE_INDENT = re.compile(rb"^[ \t]*(?=[^ \t\r\n\f#])", re.MULTILINE)
+# Comments and string literals (triple-quoted first), matched left to right as the tokenizer
+# reads them; the alternatives of each repetition consume distinct characters, so matching is
+# linear in the source.
+_COMMENTS_AND_STRINGS = re.compile(
+    rb"#[^\r\n]*"
+    rb'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    rb"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    rb'|"(?:[^"\\\r\n]|\\.)*"'
+    rb"|'(?:[^'\\\r\n]|\\.)*'",
+    re.DOTALL)
+
+
+def _without_comments_and_strings(source: bytes) -> bytes:
+    """``source`` with every comment and string literal emptied, its line breaks kept (so line
+    numbers stay right)."""
+    return _COMMENTS_AND_STRINGS.sub(lambda match: b"\n" * match.group().count(b"\n"), source)
+
+
+def _line_of(source: bytes, offset: int) -> int:
+    return source.count(b"\n", 0, offset) + 1
+
+
+def _check_nesting(source: bytes, name: str) -> None:
+    """Refuse source nested deeper than MAX_NESTING_DEPTH, in time linear in its size and
+    without the parser. Comments and strings are left out; an indented continuation line
+    counts as a level (an over-estimate: honest code stays far below the limit)."""
+    source = _without_comments_and_strings(source)
+    depth = 0
+    for position, byte in enumerate(source.translate(None, _ALL_BUT_BRACKETS)):
+        if byte in _OPENING_BRACKETS:
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                offset = [m.start() for m in re.finditer(rb"[][(){}]", source)][position]
+                raise InvalidCode(f"{name}, line {_line_of(source, offset)}: brackets nested more "
+                                  f"than {MAX_NESTING_DEPTH} deep; the limit is {MAX_NESTING_DEPTH}")
+        elif depth:  # a closing bracket in a string never lowers the count below zero
+            depth -= 1
+    widths: list[int] = []  # the indentation of each open block, innermost last
+    for match in _CODE_LINE_INDENT.finditer(source):
+        width = len(match.group().expandtabs(8))
+        while widths and width < widths[-1]:
+            widths.pop()
+        if width > (widths[-1] if widths else 0):
+            widths.append(width)
+            if len(widths) > MAX_NESTING_DEPTH:
+                raise InvalidCode(f"{name}, line {_line_of(source, match.start())}: indented more "
+                                  f"than {MAX_NESTING_DEPTH} levels deep; the limit is {MAX_NESTING_DEPTH}")
+
+
 def _parse_module(source: bytes, name: str) -> ast.Module:
     try:
         text = source.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = source[:error.start].count(b"\n") + 1
-        raise InvalidCode(f"{name}: not UTF-8 text (invalid byte at line {line})") from None
+        raise InvalidCode(f"{name}: not UTF-8 text (invalid byte at line "
+                          f"{_line_of(source, error.start)})") from None
+    _check_nesting(source, name)
     try:
         return ast.parse(text, filename=name)
     except SyntaxError as error:
         raise InvalidCode(_describe_syntax_error(name, error)) from None
     except ValueError as error:  # e.g. a NUL byte
         raise InvalidCode(f"{name}: {error}") from None
+    except (RecursionError, MemoryError):
+        # CPython's parser gives up on expressions nested deeper than its stack (MemoryError:
+        # "too complex to parse") or than the recursion limit while building the tree.
+        raise InvalidCode(f"{name}: nested too deeply to parse (e.g. a long chain of operators, "
+                          "calls or subscripts); the parser's nesting limit was reached") from None
+
+
+def _on_fresh_stack(function: Callable[[], None]) -> None:
+    """Call ``function`` in a new thread, which starts with an empty Python stack, and re-raise
+    what it raised. CPython's limit on the depth of the tree ``ast.parse`` builds counts the
+    caller's frames too, so without this the same file could pass at upload (gunicorn) and fail
+    at run (Celery)."""
+    failures: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            function()
+        except BaseException as error:  # handed to the caller, which re-raises it
+            failures.append(error)
+
+    thread = threading.Thread(target=call, name="upload-check-parse", daemon=True)
+    thread.start()
+    thread.join()
+    if failures:
+        raise failures[0]
+
+
+def _parse_all(sources: dict[str, bytes], entry: str) -> None:
+    """Parse every module (each one's tree is dropped before the next is built, so peak memory
+    follows the largest) and check the entry point of ``entry``."""
+    for path, data in sorted(sources.items()):
+        tree = _parse_module(data, path)
+        if path == entry:
+            _check_entry_point(tree, path)
+        del tree
 
 
 def _check_entry_point(tree: ast.Module, name: str) -> None:
@@ -93,12 +207,16 @@ def _zip_members(archive: zipfile.ZipFile, max_bytes: int) -> dict[str, zipfile.
         raise InvalidCode("the zip holds no files")
     if len(infos) > MAX_ZIP_FILES:
         raise InvalidCode(f"the zip holds {len(infos)} files; the limit is {MAX_ZIP_FILES}")
-    total = 0
+    unpacked_limit = min(ZIP_EXPANSION * max_bytes, MAX_UNPACKED_BYTES)
+    total = source_total = source_files = 0
     paths: dict[str, zipfile.ZipInfo] = {}
     for info in infos:
         raw = info.filename
         if info.flag_bits & 0x1:
             raise InvalidCode(f"zip entry {raw!r} is encrypted")
+        if info.compress_type not in COMPRESSION_METHODS:
+            raise InvalidCode(f"zip entry {raw!r} uses compression method {info.compress_type}; "
+                              "only deflate and stored entries are accepted")
         kind = (info.external_attr >> 16) & 0o170000
         if kind not in (0, 0o100000):
             raise InvalidCode(f"zip entry {raw!r} is not a regular file (symlinks and devices "
@@ -108,9 +226,16 @@ def _zip_members(archive: zipfile.ZipFile, max_bytes: int) -> dict[str, zipfile.
             raise InvalidCode(f"zip entry {raw!r} has an unsafe path")
         _check_name_lengths(raw, path)
         _check_is_source(raw, path)
+        # The declared sizes are only a first estimate: _inflate refuses a member that holds
+        # more than its header declares, so these totals bound what is actually unpacked.
         total += info.file_size
-        if total > ZIP_EXPANSION * max_bytes:
-            raise InvalidCode(f"the zip expands to more than {ZIP_EXPANSION * max_bytes} bytes")
+        if total > unpacked_limit:
+            raise InvalidCode(f"the zip expands to more than {unpacked_limit} bytes, the limit on "
+                              "a zip's unpacked content")
+        if raw.endswith(".py"):
+            source_files += 1
+            source_total += info.file_size
+            _check_source_limits(raw, info.file_size, source_total, source_files)
         if str(path) in paths:
             raise InvalidCode(f"zip entry {raw!r} appears twice")
         paths[str(path)] = info
@@ -182,22 +307,98 @@ def _zip_entry(paths: Iterable[str]) -> str:
                       f"exactly one top-level .py file (top-level .py files found: {found})")
 
 
+def _check_source_limits(name: str, size: int, total: int, count: int) -> None:
+    """The caps on the parser's work (module size, total source, number of modules)."""
+    if size > MAX_MODULE_BYTES:
+        raise InvalidCode(f"{name}: {size} bytes of Python source; a module may have at most "
+                          f"{MAX_MODULE_BYTES} bytes (the limit on one .py file; put data in a "
+                          "file that is not .py and read it at run time)")
+    if total > MAX_SOURCE_BYTES:
+        raise InvalidCode(f"the .py files hold more than {MAX_SOURCE_BYTES} bytes of Python source "
+                          "in total; that is the limit on a submission's source (put data in "
+                          "files that are not .py)")
+    if count > MAX_SOURCE_FILES:
+        raise InvalidCode(f"the zip holds more than {MAX_SOURCE_FILES} .py files; that is the "
+                          "limit on a submission's modules")
+
+
+COMPRESSION_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name and extra field lengths
+_LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"
+
+
+def _inflate_deflated(stored: memoryview, declared: int, name: str) -> bytes:
+    """Inflate a raw deflate stream, feeding it INFLATE_CHUNK bytes at a time and taking at most
+    INFLATE_CHUNK bytes out per step; refuse it once it yields more than ``declared`` bytes."""
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    chunks: list[bytes] = []
+    size = 0
+
+    def take(chunk: bytes) -> None:
+        nonlocal size
+        size += len(chunk)
+        if size > declared:
+            raise InvalidCode(f"zip entry {name!r} holds more than the {declared} bytes its header "
+                              "declares; the zip is damaged or forged")
+        chunks.append(chunk)
+
+    try:
+        for offset in range(0, len(stored), INFLATE_CHUNK):
+            pending: bytes | memoryview = stored[offset:offset + INFLATE_CHUNK]
+            while pending and not inflater.eof:
+                take(inflater.decompress(pending, INFLATE_CHUNK))
+                pending = inflater.unconsumed_tail
+            if inflater.eof:
+                break
+        while not inflater.eof:  # output the length cap held back after the last input
+            chunk = inflater.decompress(b"", INFLATE_CHUNK)
+            if not chunk:
+                break
+            take(chunk)
+    except zlib.error as error:
+        raise InvalidCode(f"zip entry {name!r} cannot be read ({error})") from None
+    if not inflater.eof:
+        raise InvalidCode(f"zip entry {name!r} cannot be read (its compressed data is truncated)")
+    return b"".join(chunks)
+
+
+def _inflate(source: bytes, info: zipfile.ZipInfo) -> bytes:
+    """The content of one member, decompressed INFLATE_CHUNK bytes at a time. It must be
+    exactly the size and CRC its header declares (checked against the declared totals by
+    _zip_members): a member whose data runs on is refused as soon as it passes its declared
+    size, so no more than one chunk past the limits is ever inflated."""
+    name = info.filename
+    start = info.header_offset
+    header = source[start:start + _LOCAL_HEADER.size]
+    if len(header) < _LOCAL_HEADER.size or not header.startswith(_LOCAL_HEADER_SIGNATURE):
+        raise InvalidCode(f"zip entry {name!r} cannot be read (its local header is missing)")
+    _, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    start += _LOCAL_HEADER.size + name_length + extra_length
+    stored = memoryview(source)[start:start + info.compress_size]  # a view: nothing copied
+    if len(stored) < info.compress_size:
+        raise InvalidCode(f"zip entry {name!r} cannot be read (the zip is truncated)")
+    declared = info.file_size
+    if info.compress_type == zipfile.ZIP_STORED:
+        data = bytes(stored)
+    else:
+        data = _inflate_deflated(stored, declared, name)
+    if len(data) != declared:
+        raise InvalidCode(f"zip entry {name!r} holds {len(data)} bytes but its header declares "
+                          f"{declared}; the zip is damaged or forged")
+    if zlib.crc32(data) != info.CRC:
+        raise InvalidCode(f"zip entry {name!r} cannot be read (bad CRC-32: the zip is damaged)")
+    return data
+
+
 def read_zip(source: bytes, max_bytes: int) -> tuple[dict[str, bytes], str]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(source))
-    except (zipfile.BadZipFile, ValueError) as error:
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError, struct.error) as error:
         raise InvalidCode(f"not a valid zip file ({error})") from None
     with archive:
         members = _zip_members(archive, max_bytes)
-        entry = _zip_entry(members)
-        files = {}
-        for path, info in members.items():
-            try:
-                files[path] = archive.read(info)
-            except (zipfile.BadZipFile, RuntimeError, OSError, ValueError) as error:
-                raise InvalidCode(f"zip entry {info.filename!r} cannot be read ({error})") \
-                    from None
-    return files, entry
+    entry = _zip_entry(members)
+    return {path: _inflate(source, info) for path, info in members.items()}, entry
 
 
 def _module_name(filename: str) -> str:
@@ -225,15 +426,13 @@ def checked_files(source: bytes | str, filename: str, *,
         raise InvalidCode(f"{name}: {len(source)} bytes; the limit is {max_bytes} bytes")
     suffix = PurePosixPath(name).suffix.lower()
     if suffix == ".py":
-        _check_entry_point(_parse_module(source, name), name)
+        _check_source_limits(name, len(source), len(source), 1)
+        _on_fresh_stack(lambda: _parse_all({name: source}, name))
         return {ENTRY_FILE: source}, ENTRY_MODULE
     if suffix == ".zip":
         files, entry = read_zip(source, max_bytes)
-        for path, data in sorted(files.items()):
-            if path.endswith(".py"):
-                tree = _parse_module(data, path)
-                if path == entry:
-                    _check_entry_point(tree, path)
+        sources = {path: data for path, data in files.items() if path.endswith(".py")}
+        _on_fresh_stack(lambda: _parse_all(sources, entry))
         return files, _module_name(entry)
     raise InvalidCode(f"{name}: upload a Python file (.py) or a .zip holding one entry module")
 
@@ -246,7 +445,9 @@ def check_submission_code(source: bytes | str, filename: str, *, max_bytes: int 
     * a ``.zip``: the entry module is ``interpreter.py`` at the top level if present, else the
       single top-level ``.py`` file (a single wrapping folder is ignored); every ``.py`` inside
       must parse; no symlinks, absolute or ``..`` paths, encryption, or more than
-      ``ZIP_EXPANSION`` x max_bytes uncompressed.
+      ``ZIP_EXPANSION`` x max_bytes (at most ``MAX_UNPACKED_BYTES``) uncompressed;
+    * either way at most ``MAX_MODULE_BYTES`` per module, ``MAX_SOURCE_BYTES`` and
+      ``MAX_SOURCE_FILES`` of Python source in all, nested at most ``MAX_NESTING_DEPTH`` deep.
 
     The entry module must define ``interpret`` at its top level with ``def`` and at least three
     positional parameters (model, question, context). Syntax errors report line and column.
