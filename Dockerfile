@@ -1,4 +1,4 @@
-# ExpBench image: one image for web (gunicorn), worker and beat (see docker-compose.yml).
+# ExpBench image: one image for web (gunicorn), the workers and beat (see docker-compose.yml).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -7,12 +7,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     EXPBENCH_VAR_DIR=/var/lib/expbench
 
 WORKDIR /app
+# bubblewrap runs code submissions (docs/sandbox.md); libseccomp2 gives the sandboxed child its
+# system-call filter; setpriv and prlimit come with util-linux.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt .
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
 
 COPY . .
 # The data folders exist in the image, owned by the app user: an empty named volume mounted
-# on one of them (docker-compose.yml mounts "media") takes over that ownership; a folder
+# on one of them (docker-compose.yml mounts "media" and "models") takes over that ownership; a folder
 # Docker creates itself would be root-owned and unwritable for uploads.
 RUN useradd --system --uid 10001 --home /app expbench \
     && mkdir -p /var/lib/expbench/media /var/lib/expbench/models \

@@ -1,12 +1,16 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status, viewsets
+from typing import Any, cast
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .models import Benchmark, SkillVariant, Task
-from .serializers import BenchmarkSerializer, TaskSerializer
+from .models import Benchmark, SkillVariant, Task, TaskQuerySet
+from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
 
 
@@ -17,41 +21,78 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [AllowAny]
 
 
+TASK_KINDS = [kind for kind, _ in Task.KIND_CHOICES]
+PUBLIC_INPUTS = OpenApiResponse(OpenApiTypes.OBJECT, description="the test set's inputs in the dataset's own "
+                                "layout (ExpMRC, CheckList, a QUACKIE track): questions and contexts, never answers "
+                                "or evidence")
+
+
+def filter_tasks(tasks: TaskQuerySet, query: Any) -> TaskQuerySet:
+    """?kind= and ?benchmark= on the list; an unknown kind is a 400 naming it."""
+    kind = query.get("kind")
+    if kind is not None and kind not in TASK_KINDS:
+        raise ValidationError({"kind": [f"{kind!r} is not one of: {', '.join(TASK_KINDS)}"]})
+    if kind:
+        tasks = tasks.filter(kind=kind)
+    if query.get("benchmark"):
+        tasks = tasks.filter(benchmark__slug=query["benchmark"])
+    return tasks
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("kind", OpenApiTypes.STR, enum=TASK_KINDS, description="only tasks of this kind"),
+    OpenApiParameter("benchmark", OpenApiTypes.STR, description="only tasks of this benchmark (its slug)"),
+]))
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Task.objects.select_related("benchmark")
     serializer_class = TaskSerializer
     lookup_field = "slug"
     permission_classes = [AllowAny]
 
-    def get_queryset(self):
+    def get_queryset(self) -> TaskQuerySet:
         # The list shows listed tasks; a detail route reaches unlisted ones too; hidden tasks
         # answer 404 to everyone but staff.
-        tasks = super().get_queryset()
+        tasks = cast(TaskQuerySet, super().get_queryset())
         if self.action == "list":
-            return tasks.listed_for(self.request.user)
+            return filter_tasks(tasks.listed_for(self.request.user), self.request.query_params)
         return tasks.visible_to(self.request.user)
+
+    @extend_schema(summary="Change a task's visibility, ranking rule, intake or quota (staff only)",
+                   request=TaskSettingsSerializer, responses={200: TaskSerializer})
+    def partial_update(self, request: Request, slug: str | None = None) -> Response:
+        # Others get the 404 of a task they may not change (a 403 would confirm a hidden task).
+        if not request.user.is_staff:
+            raise NotFound("No Task matches the given query.")
+        task = self.get_object()
+        unknown = sorted(set(request.data) - set(TaskSettingsSerializer.Meta.fields))
+        if unknown:
+            raise ValidationError({name: [f"cannot be changed here; editable: "
+                                          f"{', '.join(TaskSettingsSerializer.Meta.fields)}"] for name in unknown})
+        settings_ = TaskSettingsSerializer(task, data=request.data, partial=True)
+        settings_.is_valid(raise_exception=True)
+        settings_.save()
+        return Response(TaskSerializer(task, context={"request": request}).data)
 
     @extend_schema(
         summary="Public inputs of the task's hidden test set (no answers, no evidence)",
-        responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")},
+        responses={200: PUBLIC_INPUTS},
     )
     @action(detail=True, methods=["get"])
     def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> Response:
         task = self.get_object()
         test_set = task.current_test_set()
         if test_set is None:
-            return Response({"error": f"Task {task.slug} has no test set yet."}, status=status.HTTP_404_NOT_FOUND)
+            raise NotFound(f"Task {task.slug} has no test set yet.")
         return Response(test_set.public_inputs)
 
     @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "
                            "of the task's hidden set",
-                   responses={200: OpenApiResponse(description='{"build": {...}, "skills": [...]}')})
+                   responses={200: SkillListingSerializer})
     @action(detail=True, methods=["get"])
     def skills(self, request: Request, slug: str | None = None, format: str | None = None) -> Response:
         return Response(skill_listing(self.get_object(), request))
 
-    @extend_schema(summary="Public inputs of one reconstructed test set",
-                   responses={200: OpenApiResponse(description="ExpMRC-layout JSON without answers and evidences")})
+    @extend_schema(summary="Public inputs of one reconstructed test set", responses={200: PUBLIC_INPUTS})
     @action(detail=True, methods=["get"], url_path=r"skills/(?P<skill>[a-z0-9]+)/inputs")
     def skill_inputs(self, request: Request, slug: str | None = None, skill: str | None = None,
                      format: str | None = None) -> Response:
@@ -59,6 +100,5 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         variant = SkillVariant.objects.filter(test_set=task.current_test_set(), skill=skill, status="ok").only(
             "public_inputs").first()
         if variant is None:
-            return Response({"error": f"No built skill set {skill!r} for {task.slug}."},
-                            status=status.HTTP_404_NOT_FOUND)
+            raise NotFound(f"No built skill set {skill!r} for {task.slug}.")
         return Response(variant.public_inputs)

@@ -1,13 +1,14 @@
 """What is measured: benchmarks, tasks (one leaderboard each), versioned hidden test sets and
 reported (human / paper) results."""
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from core.jobs import JobStatus
+from core.jobs import JobStatus, send_after_commit
 
 
 class Benchmark(models.Model):
@@ -217,6 +218,39 @@ class TestSet(models.Model):
             diagnostics[part] = {**previous, **fields, "updated_at": timezone.now().isoformat()}
             cls.objects.filter(pk=pk).update(diagnostics=diagnostics)
         return diagnostics[part]
+
+
+class BoardGeneration(models.Model):
+    """How many times a task's board has changed: the stored boards (leaderboards.store) are
+    recomputed when theirs is older. A row of its own, only ever written by ``boards_changed``
+    with an UPDATE of ``generation + 1``, so that saving a Task loaded earlier can never set
+    the counter back (docs/operations.md#stored-boards)."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, primary_key=True, related_name="board_generation")
+    generation = models.PositiveBigIntegerField(default=0)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"{self.task_id}: {self.generation}"
+
+
+#: The Celery task that recomputes stored boards, sent by name (it lives in a higher layer).
+REBUILD_BOARDS_TASK = "leaderboards.tasks.rebuild_boards"
+
+
+def boards_changed(task_ids: "Iterable[int | None]") -> None:
+    """Something a board of these tasks shows has changed (an entry scored, hidden, flagged,
+    renamed; a reported row; the task's settings; a new test set): bump their generations, and
+    have a worker recompute their boards once the change is committed."""
+    ids = sorted({int(pk) for pk in task_ids if pk is not None})
+    if not ids:
+        return
+    now = timezone.now()
+    # Create the missing counters at 0, then one UPDATE for all: two concurrent changes give +2.
+    BoardGeneration.objects.bulk_create([BoardGeneration(task_id=pk, generation=0, changed_at=now) for pk in ids],
+                                        ignore_conflicts=True)
+    BoardGeneration.objects.filter(task_id__in=ids).update(generation=F("generation") + 1, changed_at=now)
+    send_after_commit(REBUILD_BOARDS_TASK, ids)
 
 
 class ReportedResult(models.Model):

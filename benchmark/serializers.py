@@ -4,12 +4,16 @@ from .models import Benchmark, Task
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):
-    tasks: "serializers.SlugRelatedField[Task]" = serializers.SlugRelatedField(many=True, read_only=True,
-                                                                              slug_field="slug")
+    tasks = serializers.SerializerMethodField(help_text="slugs of the benchmark's listed tasks")
 
     class Meta:
         model = Benchmark
         fields = ["slug", "name", "description", "url", "citation", "tasks"]
+
+    def get_tasks(self, benchmark: Benchmark) -> list[str]:
+        # Hidden tasks are staff only and unlisted ones are not listed: neither is named here.
+        user = getattr(self.context.get("request"), "user", None)
+        return [task.slug for task in benchmark.tasks.listed_for(user)]
 
 
 class MetricSerializer(serializers.Serializer):
@@ -36,8 +40,9 @@ class TaskSerializer(serializers.ModelSerializer):
         model = Task
         fields = [
             "slug", "name", "benchmark", "kind", "language", "description",
-            "metrics", "primary_metric", "accepts_submissions", "test_set",
+            "metrics", "primary_metric", "accepts_submissions", "visibility", "ranking_rule", "test_set",
         ]
+        read_only_fields = fields
 
     def get_metrics(self, task: Task) -> list[dict]:
         return [{"key": key, "label": label} for key, label in task.metric_columns]
@@ -45,3 +50,32 @@ class TaskSerializer(serializers.ModelSerializer):
     def get_test_set(self, task: Task) -> dict | None:
         test_set = task.current_test_set()
         return TestSetSummarySerializer(test_set).data if test_set else None
+
+
+class SkillSetRowSerializer(serializers.Serializer):
+    skill = serializers.CharField()
+    name = serializers.CharField()
+    group = serializers.CharField()
+    reading = serializers.CharField()
+    status = serializers.CharField(help_text="ok, failed, or not built")
+    note = serializers.CharField(allow_blank=True)
+    n_items = serializers.IntegerField()
+    n_changed = serializers.IntegerField()
+    n_dropped = serializers.IntegerField()
+    inputs_url = serializers.CharField(allow_null=True, help_text="the set's public inputs, when built")
+
+
+class SkillListingSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    test_set_version = serializers.CharField(allow_null=True)
+    build = serializers.DictField(allow_null=True, help_text="the build's progress and timing")
+    skills = SkillSetRowSerializer(many=True)
+    note = serializers.CharField(required=False, help_text="why there are no skill sets")
+
+
+class TaskSettingsSerializer(serializers.ModelSerializer):
+    """What staff may change through ``PATCH /api/tasks/{slug}/``."""
+
+    class Meta:
+        model = Task
+        fields = ["visibility", "ranking_rule", "accepts_submissions", "daily_quota"]

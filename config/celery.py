@@ -1,8 +1,14 @@
-"""The Celery app. Queues: ``scoring`` (fast CPU scorers, what a researcher waits for, and
-the reaper, which must run even when background work piles up), ``maintenance`` (background
-work: per-submission diagnostics, dataset-level jobs such as cue discovery and skill sets),
-``models`` (transformers inference) and ``sandbox`` (untrusted code). Run separate workers for
-``scoring`` and the rest, so heavy background work never delays a score."""
+"""The Celery app. Queues: ``scoring`` (fast CPU scorers, what a researcher waits for),
+``reaper`` (the reapers, on a worker of their own so that they run even when every scoring
+slot is taken by a run that hangs), ``maintenance`` (background work: per-submission
+diagnostics, dataset-level jobs such as cue discovery and skill sets), ``models``
+(transformers inference) and ``sandbox`` (untrusted code). Run separate workers for
+``scoring``, ``reaper`` and the rest, so heavy background work never delays a score.
+
+Every task has a time limit (:class:`TimeLimits`): past the soft limit the task gets
+``SoftTimeLimitExceeded`` and fails its run the way any exception does; past the hard limit
+the worker kills the process and takes the next message, and the reaper re-queues the run.
+So a scorer that hangs holds a worker slot for minutes, not for good."""
 import os
 
 # Before torch or numpy start their thread pools: on 2-core machines spinning OpenMP
@@ -13,7 +19,37 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from celery import Celery  # noqa: E402
 from kombu import Exchange, Queue  # noqa: E402
 
-QUEUES = ["scoring", "models", "sandbox", "maintenance"]
+QUEUES = ["scoring", "reaper", "models", "sandbox", "maintenance"]
+REAPERS = ["submissions.tasks.reap_stuck_submissions", "benchmark.tasks.reap_stuck_jobs"]
+#: How long a reaper may take: a few conditional updates and re-sent messages.
+REAPER_TIME_LIMIT = 120
+
+
+def soft_limit(hard: float) -> float:
+    """The soft limit: 10% (at least 5 s) before the hard one, time to record the failure."""
+    return hard - min(max(5.0, hard * 0.1), hard / 2)
+
+
+class TimeLimits:
+    """``task_annotations``: soft and hard limits per task, read from the Django settings
+    when Celery binds each task (docs/operations.md#time-limits)."""
+
+    def annotate(self, task: object) -> dict[str, float]:
+        from django.conf import settings  # noqa: PLC0415  # settings are loaded by then
+
+        name = getattr(task, "name", "")
+        hard: float
+        if name in REAPERS:
+            hard = REAPER_TIME_LIMIT
+        elif name == "submissions.tasks.score_submission":
+            hard = settings.SCORING_TIME_LIMIT
+        elif name == "submissions.tasks.run_code_submission":
+            # The sandbox stops the code after SANDBOX_TOTAL_SECONDS; then the run is scored.
+            hard = settings.SANDBOX_TOTAL_SECONDS + settings.SCORING_TIME_LIMIT
+        else:  # diagnostics, cue discovery, skill sets, inclusion flags, and any task added later
+            hard = settings.BACKGROUND_TIME_LIMIT
+        return {"time_limit": hard, "soft_time_limit": soft_limit(hard)}
+
 
 app = Celery("expbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -27,9 +63,10 @@ app.conf.update(
         "submissions.tasks.run_code_submission": {"queue": "sandbox"},
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
         "benchmark.tasks.*": {"queue": "maintenance"},
-        "submissions.tasks.reap_stuck_submissions": {"queue": "scoring"},
-        "benchmark.tasks.reap_stuck_jobs": {"queue": "scoring"},
+        "leaderboards.tasks.*": {"queue": "maintenance"},
+        **{name: {"queue": "reaper"} for name in REAPERS},
     },
+    task_annotations=[TimeLimits()],
     # A message is acknowledged only after the task finished, and given back if the worker
     # process dies, so a killed worker never loses a submission. The database state machine
     # (plus the reaper) makes a second delivery harmless.

@@ -5,7 +5,9 @@ The embedded default (no variables set) is SQLite plus a filesystem Celery broke
 (PostgreSQL) and CELERY_BROKER_URL (Redis or RabbitMQ).
 """
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -27,7 +29,12 @@ def env_int(name: str, default: int) -> int:
 
 
 DEBUG = env_bool("DEBUG", False)
+# EXPBENCH_ENV=production: served over HTTPS (usually behind a proxy); see the HTTPS settings
+# below and docs/operations.md#production-settings.
+PRODUCTION = os.environ.get("EXPBENCH_ENV", "").strip().lower() == "production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY and PRODUCTION:
+    raise ImproperlyConfigured("EXPBENCH_ENV=production needs SECRET_KEY (50 or more random characters)")
 if not SECRET_KEY:
     # A development-only key, stable per checkout so sessions survive restarts.
     key_file = VAR_DIR / "secret_key"
@@ -63,6 +70,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every log line of a request carries its id (config/request_id.py).
+    "config.request_id.RequestIdMiddleware",
+    # /healthz, answered before the host check and the HTTPS redirect (config/health.py).
+    "config.health.HealthCheckMiddleware",
+    # Before anything that writes the body; it leaves WhiteNoise's precompressed files alone.
+    # Django's gzip adds random padding per response against BREACH on pages with CSRF tokens.
+    "django.middleware.gzip.GZipMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -139,6 +153,41 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
+
+def email_from_env(environ: Mapping[str, str]) -> dict:
+    """Email settings (password resets, run notifications). Unset: printed to the console, the
+    embedded default. ``EMAIL_URL`` = smtp://user:password@host:port (smtp+tls:// for STARTTLS,
+    smtps:// for implicit TLS), or ``EMAIL_HOST`` with EMAIL_PORT, EMAIL_HOST_USER,
+    EMAIL_HOST_PASSWORD and EMAIL_USE_TLS."""
+    smtp = "django.core.mail.backends.smtp.EmailBackend"
+    url = environ.get("EMAIL_URL", "").strip()
+    if url:
+        parts = urlsplit(url)
+        if parts.scheme == "console":
+            return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if parts.scheme not in ("smtp", "smtp+tls", "smtps") or not parts.hostname:
+            raise ImproperlyConfigured(f"EMAIL_URL must look like smtp://user:password@host:587 "
+                                       f"(or smtp+tls://, smtps://, console://), got scheme {parts.scheme!r}")
+        return {"EMAIL_BACKEND": smtp, "EMAIL_HOST": parts.hostname,
+                "EMAIL_PORT": parts.port or {"smtp": 25, "smtp+tls": 587, "smtps": 465}[parts.scheme],
+                "EMAIL_HOST_USER": unquote(parts.username or ""), "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+                "EMAIL_USE_TLS": parts.scheme == "smtp+tls", "EMAIL_USE_SSL": parts.scheme == "smtps"}
+    if environ.get("EMAIL_HOST", "").strip():
+        return {"EMAIL_BACKEND": smtp, "EMAIL_HOST": environ["EMAIL_HOST"].strip(),
+                "EMAIL_PORT": int(environ.get("EMAIL_PORT", 25)),
+                "EMAIL_HOST_USER": environ.get("EMAIL_HOST_USER", ""),
+                "EMAIL_HOST_PASSWORD": environ.get("EMAIL_HOST_PASSWORD", ""),
+                "EMAIL_USE_TLS": environ.get("EMAIL_USE_TLS", "").strip().lower() in {"1", "true", "yes", "on"}}
+    return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+
+
+globals().update(email_from_env(os.environ))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "ExpBench <noreply@localhost>")
+# A mail server that hangs must not hold a web request or a scoring worker for long.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# Where links in emails sent outside a request (run notifications) point.
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -162,11 +211,15 @@ WHITENOISE_USE_FINDERS = True  # serve static files straight from static/ withou
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Larger uploads are spooled here while the request runs; a web worker killed mid-upload leaves
+# its file behind, which `manage.py purge_uploads` deletes after an hour (submissions.storage).
+FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "upload-tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5)
 
 # Lifecycle: a submission that has been running longer than its lease, or queued longer than
 # the queue lease, is picked up by the reaper and re-queued (up to the attempt limit).
-SCORING_LEASE_SECONDS = env_int("SCORING_LEASE_SECONDS", 600)
+SCORING_LEASE_SECONDS = env_int("SCORING_LEASE_SECONDS", 120)
 QUEUE_LEASE_SECONDS = env_int("QUEUE_LEASE_SECONDS", 300)
 # Background work (per-submission diagnostics, skill sets, track inclusion) whose status has
 # not moved for this long is taken to have lost its worker and is re-sent by the reaper.
@@ -178,6 +231,11 @@ BOOTSTRAP_RESAMPLES = env_int("BOOTSTRAP_RESAMPLES", 1000)
 # question-type tests (Luo 2022 used 1,000,000; 100,000 gives p-values to about ±0.001).
 TIER_RESAMPLES = env_int("TIER_RESAMPLES", 10000)
 DIAGNOSTICS_PERMUTATIONS = env_int("DIAGNOSTICS_PERMUTATIONS", 100000)
+# Stored boards (leaderboards/store.py): a board out of date is computed by the request that
+# finds it when it has at most BOARD_INLINE_ROWS rows, or when no worker has computed it
+# BOARD_WORKER_GRACE_SECONDS after the change; otherwise the stored one is shown meanwhile.
+BOARD_INLINE_ROWS = env_int("BOARD_INLINE_ROWS", 300)
+BOARD_WORKER_GRACE_SECONDS = env_int("BOARD_WORKER_GRACE_SECONDS", 120)
 
 # Celery. Unset CELERY_BROKER_URL = the embedded filesystem broker under var/, polled every
 # 0.1 s (about 50 ms round trips on these machines).
@@ -197,18 +255,29 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "polling_interval": float(os.environ.get("CELERY_POLLING_INTERVAL", 0.1)),
     }
 else:
-    # Redis: a message unacked this long is redelivered; longer than any scoring lease.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": SCORING_LEASE_SECONDS * 2}
+    # Redis: a message unacked this long is redelivered. A redelivered message of a run that is
+    # still renewing its lease claims nothing (submissions.lifecycle.start_run), so this only
+    # needs to outlast the scoring time limit to avoid useless redeliveries.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("SCORING_TIME_LIMIT", 600) + 60}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Hard time limits in seconds (config/celery.py; the soft limit comes 10% earlier). A run past
+# its soft limit fails, charged to its sender (submissions.runs); leases are renewed meanwhile.
+SCORING_TIME_LIMIT = env_int("SCORING_TIME_LIMIT", 600)
+BACKGROUND_TIME_LIMIT = env_int("BACKGROUND_TIME_LIMIT", 6 * 3600)
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 
+# API lists come in pages of API_PAGE_SIZE unless ?limit= asks otherwise, never above the max.
+API_PAGE_SIZE = env_int("API_PAGE_SIZE", 100)
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 1000)
 REST_FRAMEWORK = {
+    "EXCEPTION_HANDLER": "config.errors.problem_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "config.pagination.ApiPagination",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.ProblemAutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
@@ -225,17 +294,26 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Explainable and bias-aware leaderboards: tasks, public inputs, submissions, scores.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Only /api/v1/: the unversioned /api/ aliases are deprecated (docs/client.md#versions).
+    "PREPROCESSING_HOOKS": ["config.openapi.versioned_paths_only"],
     # The docs page's JavaScript is served from our own static files, never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
 
+# LOG_FORMAT=json: one JSON object per line (for a log collector); every line carries the
+# request id of the request it belongs to, "-" outside requests (config/request_id.py).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "config.request_id.RequestIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+                   "json": {"()": "config.request_id.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # shap logs its internal vectors at INFO: keep worker logs readable.
     "loggers": {"django.db.backends": {"level": "WARNING"}, "shap": {"level": "WARNING"}},
@@ -245,6 +323,24 @@ if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
     SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# HTTPS: on by default in production, each setting overridable from the environment, so that
+# `manage.py check --deploy` is clean there (tests/config/test_deploy.py).
+# SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https": the proxy's header that says the client
+# used HTTPS; set it only behind a proxy that always sets (or strips) that header.
+_proxy_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto: https" if PRODUCTION else "")
+if _proxy_header.strip():
+    _name, _, _value = _proxy_header.partition(":")
+    if not _name.strip() or not _value.strip():
+        raise ImproperlyConfigured(f"SECURE_PROXY_SSL_HEADER must look like 'X-Forwarded-Proto: https', "
+                                   f"not {_proxy_header!r}")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip())
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PRODUCTION)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", PRODUCTION)
 
 # Skill s6 (back-translation) runs only with local translation models: a JSON object
 # {"en-fr": "/path/to/marian-en-fr", "fr-en": "/path/to/marian-fr-en"}; unset = "not configured".
@@ -257,9 +353,19 @@ TRANSLATION_MODELS = _json.loads(os.environ.get("TRANSLATION_MODELS", "{}") or "
 SANDBOX = os.environ.get("SANDBOX", "bwrap")
 if SANDBOX not in ("bwrap", "none"):
     raise ValueError(f"SANDBOX must be 'bwrap' or 'none', not {SANDBOX!r}")
+# The code upload limit. The upload check's other limits are fixed, the same at upload and run
+# (scoring/sandbox/upload_check.py; docs/sandbox.md, "Limits of the upload check"): a zip
+# unpacks to at most 4 MiB, Python source is at most 64 KiB per module and 128 KiB (100
+# modules) in all, nested at most 50 deep.
 CODE_MAX_BYTES = env_int("CODE_MAX_BYTES", 1_000_000)
 SANDBOX_SAMPLE_SECONDS = float(os.environ.get("SANDBOX_SAMPLE_SECONDS", 30))
 SANDBOX_TOTAL_SECONDS = float(os.environ.get("SANDBOX_TOTAL_SECONDS", 3600))
+# CPU time of all a run's sandboxed processes together (docs/sandbox.md, "Limits").
+SANDBOX_CPU_BUDGET_SECONDS = float(os.environ.get("SANDBOX_CPU_BUDGET_SECONDS", 3600))
+# Fail closed: refuse to run code when the cgroup limits (pids, memory, cpu) cannot be applied,
+# instead of falling back to rlimits only. Off for the embedded development stack; on in
+# docker-compose.yml (docs/threat_model.md).
+SANDBOX_REQUIRE_CGROUPS = env_bool("SANDBOX_REQUIRE_CGROUPS", False)
 
 # Hosted models (QUACKIE) live here by default; the demo classifier is trained into
 # <models>/answerability-minilm by `manage.py train_answerability_classifier`.

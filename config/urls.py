@@ -1,5 +1,10 @@
+import functools
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import admin
-from django.urls import include, path
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
@@ -9,23 +14,63 @@ from leaderboards import api as board_api
 from submissions.api import SubmissionViewSet, task_quota, task_submissions
 from submissions.views import submit
 
+from . import errors
+
 handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.not_found"
+handler500 = "config.errors.server_error"
 
 router = DefaultRouter()
 router.register("benchmarks", BenchmarkViewSet, basename="api-benchmark")
 router.register("tasks", TaskViewSet, basename="api-task")
 router.register("submissions", SubmissionViewSet, basename="api-submission")
 
+# The API, relative to its prefix: /api/v1/ (named, described in the schema), and the same views
+# under /api/ as deprecated aliases for one release (docs/client.md#versions).
+api_patterns = [
+    path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("problems/<slug:slug>/", errors.problem_type_description, name="api-problem-type"),
+    path("compare/", board_api.compare_view, name="api-compare"),
+    path("benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),
+    path("tasks/<slug:slug>/leaderboard/", board_api.task_leaderboard, name="api-task-leaderboard"),
+    path("tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
+    path("tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
+    *router.urls,
+]
+
+# RFC 9745: the unversioned paths are deprecated since this date (as a Unix time, 2026-11-24).
+DEPRECATED_SINCE = "@1795478400"
+
+
+def deprecated(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The view under its old path: the same answer, plus ``Deprecation`` and a ``Link`` to the
+    versioned path. functools.wraps keeps the view's attributes (csrf_exempt, DRF's cls)."""
+
+    @functools.wraps(view)
+    def alias(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        script_prefix = request.path[: len(request.path) - len(request.path_info)]
+        successor = script_prefix + errors.CURRENT_API_PREFIX + request.path_info[len(errors.API_PREFIX):]
+        response["Deprecation"] = DEPRECATED_SINCE
+        response["Link"] = f'<{successor}>; rel="successor-version"'
+        return response
+
+    return alias
+
+
+def unnamed_alias(pattern: URLPattern | URLResolver) -> URLPattern:
+    # No name: reverse() always gives the versioned path.
+    if not isinstance(pattern, URLPattern):
+        raise TypeError("an include() cannot be aliased path by path: list its paths in api_patterns")
+    return URLPattern(pattern.pattern, deprecated(pattern.callback), pattern.default_args, None)
+
+
 urlpatterns = [
-    path("api/auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/compare/", board_api.compare_view, name="api-compare"),
-    path("api/benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),
-    path("api/tasks/<slug:slug>/leaderboard/", board_api.task_leaderboard, name="api-task-leaderboard"),
-    path("api/tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
-    path("api/tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
-    path("api/", include(router.urls)),
+    path("api/v1/", include(api_patterns)),
+    path("api/", include([unnamed_alias(pattern) for pattern in api_patterns])),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("submissions/", include("submissions.urls")),

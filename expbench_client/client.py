@@ -2,9 +2,11 @@
 command-line client and the integration tests.
 
 HTTP error statuses are answers, not exceptions: every call returns the status and the decoded
-body. Only a server that cannot be reached raises, as :class:`ServerUnreachable`. Reads (GET)
-are retried with exponential backoff on connection errors and 5xx answers; writes never are, so
-a submission is never sent twice.
+body. A list that comes in pages (``{"count", "next", "previous", "results"}``) is read to its
+last page, unless the call asks for one page with ``limit`` or ``offset``. Only a server that
+cannot be reached raises, as :class:`ServerUnreachable`. Reads (GET) are retried with
+exponential backoff on connection errors and 5xx answers; writes never are, so a submission is
+never sent twice.
 """
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 0.5
 CHUNK = 64 * 1024
 RETRIED_METHODS = frozenset({"GET", "HEAD"})
+PAGE_PARAMETERS = frozenset({"limit", "offset"})
+# A server that keeps sending "next" must not keep the client reading for ever.
+MAX_PAGES = 10_000
 
 
 class ServerUnreachable(ConnectionError):
@@ -81,6 +86,12 @@ def describe_connection_error(exc: BaseException) -> tuple[str, bool]:
     if isinstance(reason, OSError) and reason.strerror:
         return reason.strerror.lower(), True
     return str(reason) or type(reason).__name__, True
+
+
+def is_page(body: Any) -> bool:
+    """One page of a list (DRF's limit/offset pagination)."""
+    return (isinstance(body, Mapping) and {"count", "next", "previous", "results"} <= body.keys()
+            and isinstance(body["results"], list))
 
 
 def encode_multipart(fields: Mapping[str, str], files: Mapping[str, tuple[str, bytes]]) -> tuple[bytes, str]:
@@ -206,7 +217,38 @@ class Client:
              files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
              query: Mapping[str, Any] | None = None, timeout: float | None = None) -> Response:
         req = self.build(method, path, json_body=json_body, fields=fields, files=files, token=token, query=query)
-        return self.read_all(self.open(req, timeout))
+        response = self.read_all(self.open(req, timeout))
+        if method == "GET" and response.ok and is_page(response.body) and not PAGE_PARAMETERS & set(query or {}):
+            return self.read_other_pages(response, token=token, timeout=timeout)
+        return response
+
+    def read_other_pages(self, first: Response, *, token: str | None, timeout: float | None) -> Response:
+        """The first page with the results of every page after it (``next`` becomes null). An
+        error on a later page is the answer, as it would be for a single request."""
+        results = list(first.body["results"])
+        next_url = first.body["next"]
+        for _ in range(MAX_PAGES):
+            if not next_url:
+                break
+            page = self.read_all(self.open(self.build("GET", self.path_of(next_url), token=token), timeout))
+            if not page.ok or not is_page(page.body):
+                return page
+            if not page.body["results"]:
+                break
+            results += page.body["results"]
+            next_url = page.body["next"]
+        body = {**first.body, "next": None, "previous": None, "results": results}
+        return Response(first.status, body, first.headers, first.is_json)
+
+    def path_of(self, url: str) -> str:
+        """A link from the server as a path under ``base_url``: the request goes to the server
+        this client was pointed at (a proxy may make the server name itself differently, e.g.
+        http instead of https), so a token is never sent elsewhere."""
+        link, base = urllib.parse.urlsplit(url), urllib.parse.urlsplit(self.base_url)
+        path, prefix = link.path, base.path.rstrip("/")
+        if prefix and (path == prefix or path.startswith(prefix + "/")):
+            path = path[len(prefix):]
+        return path + (f"?{link.query}" if link.query else "")
 
     def read_all(self, answer: Any) -> Response:
         """The whole answer of :meth:`open`, decoded."""

@@ -62,8 +62,9 @@ def one_line(text: str) -> str:
 
 
 def describe_body(body: Any) -> str:
-    """Reduce any error body the server sends to one readable line: ``{"error": ...}``,
-    ``{"detail": ...}``, DRF field errors ``{"field": ["msg", ...]}``, a list, or plain text."""
+    """Reduce any error body the server sends to one readable line: a problem document
+    (RFC 9457: ``detail``, then ``title``), the older ``{"error": ...}``, DRF field errors
+    ``{"field": ["msg", ...]}``, a list, or plain text."""
     if body is None or body == "":
         return ""
     if isinstance(body, str):
@@ -72,7 +73,9 @@ def describe_body(body: Any) -> str:
     if isinstance(body, list):
         return "; ".join(filter(None, (describe_body(item) for item in body)))
     if isinstance(body, Mapping):
-        for key in ("error", "detail", "message"):
+        if is_problem(body):
+            return one_line(body.get("detail") or body.get("title") or "")
+        for key in ("detail", "error", "message"):
             if isinstance(body.get(key), str):
                 return one_line(body[key])
         parts = []
@@ -81,6 +84,23 @@ def describe_body(body: Any) -> str:
             parts.append(text if field == "non_field_errors" else f"{field}: {text}")
         return "; ".join(parts)
     return one_line(str(body))
+
+
+def is_problem(body: Any) -> bool:
+    """An RFC 9457 problem document (every error of the /api/v1/ paths)."""
+    return isinstance(body, Mapping) and isinstance(body.get("type"), str) and isinstance(body.get("status"), int)
+
+
+def problem_type(body: Any) -> str:
+    """The problem type's name: ``quota-exceeded`` for ``/api/v1/problems/quota-exceeded/``; ''
+    for about:blank or a body that is not a problem."""
+    if not is_problem(body) or body["type"] == "about:blank":
+        return ""
+    return body["type"].rstrip("/").rsplit("/", 1)[-1]
+
+
+# What Django and DRF say for any missing object: naming what was asked says more.
+GENERIC_NOT_FOUND = re.compile(r"(No \w+ matches the given query\.|Not found\.)")
 
 
 def format_duration(seconds: float) -> str:
@@ -157,7 +177,7 @@ def error_for_status(status: int, body: Any, headers: Mapping[str, str], *, url:
         return CliError(ExitCode.AUTH, f"not allowed: {said or 'HTTP 403'}")
     if status == 404:
         # The server's generic "No Task matches the given query." says less than naming what was asked.
-        specific = said if isinstance(body, Mapping) and "error" in body else ""
+        specific = said if isinstance(body, Mapping) and not GENERIC_NOT_FOUND.fullmatch(said) else ""
         message = specific or f"{subject.not_found} not found at {url}"
         return CliError(ExitCode.NOT_FOUND, f"{message}; {subject.hint}" if subject.hint else message)
     if status == 429:
@@ -168,6 +188,10 @@ def error_for_status(status: int, body: Any, headers: Mapping[str, str], *, url:
         return CliError(ExitCode.QUOTA, f"too many requests (the server's rate limit); {hint}")
     if status == 409:
         return CliError(ExitCode.FAILED, said or "the server refused the action (HTTP 409)")
+    if status == 400 and problem_type(body) == "submission-rejected":
+        # The file was stored and checked: the submission exists, and failed its checks.
+        return CliError(ExitCode.FAILED, f"{said} (submission #{body.get('submission_id')}, "
+                                         f"{body.get('category') or 'invalid'})", prefix="rejected")
     if status == 400:
         return CliError(ExitCode.USAGE, said or "the server refused the request (HTTP 400)")
     detail = f": {said}" if said else ""

@@ -92,6 +92,17 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
     return pinned + ranked + unranked
 
 
+def board_summary(task: Task, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A task's line on the home and benchmark pages: its best ranked entry, the human row and
+    the number of entries. A board of published numbers only (it takes no uploads) counts and
+    shows its reported rows; any other board counts the entries scored here."""
+    published = not task.accepts_submissions
+    shown = [r for r in rows if r["rank"] and (r["kind"] == "submission" or (published and r["reported"]))]
+    return {"best": shown[0] if shown else None,
+            "human": next((r for r in rows if r["kind"] == "human"), None),
+            "entries": sum(1 for r in rows if r["kind"] != "human" and (published or r["kind"] == "submission"))}
+
+
 def one_per_system(task: Task, entries: list[Submission]) -> list[Submission]:
     """The entries the task's ranking rule lets rank: all of them, or one per system (same user
     and system name): its best on the primary metric or its latest. ``entries`` oldest first."""

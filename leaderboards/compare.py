@@ -28,7 +28,7 @@ def visible_submission(user: AbstractBaseUser | AnonymousUser, submission_id: st
     visible = Q(public=True)
     if user.is_authenticated:
         visible |= Q(user=user)
-    if not user.is_staff:
+    if not getattr(user, "is_staff", False):
         visible &= ~Q(task__visibility=Visibility.HIDDEN)
     sub = (Submission.objects.select_related("task", "test_set", "user__profile")
            .defer("test_set__gold", "test_set__public_inputs", "test_set__diagnostics")

@@ -1,9 +1,11 @@
 """Public pages of the boards: home, task board (with its CSV), benchmark average board,
 skills board and the compare page."""
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from django.contrib.messages import get_messages
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -15,23 +17,73 @@ from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.stats import TIER_PROCEDURE
 from submissions.selectors import public_skill_submissions
 
-from .boards import benchmark_average_rows, leaderboard_rows
+from . import wording
 from .compare import CompareError, compare, visible_submission
+from .store import RELEASE, benchmark_board, etag_for, not_modified, task_board, task_boards, validators
+
+
+def viewer(request: HttpRequest) -> str:
+    """What of the visitor a page shows (the navigation names the user): part of its ETag."""
+    return f"user{request.user.pk}" if request.user.is_authenticated else "anonymous"
+
+
+#: How long a page rendered for anonymous visitors stays in the shared cache (its key is its
+#: ETag, so a board that changes gets a new one at once; this only bounds the cache's size).
+PAGE_CACHE_SECONDS = 600
+
+
+def conditional_page(request: HttpRequest, parts: Sequence[object], render_page: Any) -> HttpResponse:
+    """A page with an ETag from ``parts``, or a 304 when the visitor has it. Anonymous visitors
+    all get the same page (no name, no CSRF token), rendered once per ETag and kept in the shared
+    cache. A page carrying a one-time message is always rendered, without an ETag."""
+    if len(get_messages(request)):
+        return render_page()
+    etag = etag_for(RELEASE, viewer(request), *parts)
+    unchanged = not_modified(request, etag)
+    if unchanged is not None:
+        return unchanged
+    if request.user.is_authenticated:
+        return validators(render_page(), etag, private=True)
+    key = f"page:{etag}"
+    body = cache.get(key)
+    if body is None:
+        response = render_page()
+        if response.status_code == 200:
+            cache.set(key, response.content, PAGE_CACHE_SECONDS)
+        return validators(response, etag, private=True)
+    return validators(HttpResponse(body, content_type="text/html; charset=utf-8"), etag, private=True)
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    benchmarks = Benchmark.objects.prefetch_related("tasks")
-    cards = []
-    for benchmark in benchmarks:
-        tasks = []
-        for task in benchmark.tasks.listed_for(request.user):
-            rows = leaderboard_rows(task)
-            best = next((r for r in rows if r["kind"] == "submission"), None)
-            human = next((r for r in rows if r["kind"] == "human"), None)
-            tasks.append({"task": task, "best": best, "human": human,
-                          "entries": sum(1 for r in rows if r["kind"] == "submission")})
-        cards.append({"benchmark": benchmark, "tasks": tasks})
-    return render(request, "leaderboards/home.html", {"cards": cards})
+    benchmarks = list(Benchmark.objects.prefetch_related("tasks"))
+    listed = {benchmark.pk: list(benchmark.tasks.listed_for(request.user)) for benchmark in benchmarks}
+    boards = task_boards([task for tasks in listed.values() for task in tasks], "summary")
+
+    def page() -> HttpResponse:
+        cards = []
+        for benchmark in benchmarks:
+            tasks = [home_row(task, boards[task.pk].payload) for task in listed[benchmark.pk]]
+            # One metric for the whole card names the score column; otherwise each cell names its own.
+            labels = {t["metric_label"] for t in tasks}
+            cards.append({"benchmark": benchmark, "tasks": tasks,
+                          "metric_label": labels.pop() if len(labels) == 1 else ""})
+        return render(request, "leaderboards/home.html", {"cards": cards})
+
+    return conditional_page(request, [f"{b.pk}:{b.slug}:{b.name}" for b in benchmarks]
+                            + [board.stamp for board in boards.values()], page)
+
+
+def home_row(task: Task, summary: dict[str, Any]) -> dict[str, Any]:
+    """A task's line on the home page, from its stored board's summary (boards.board_summary):
+    its best ranked entry and the human row, on the task's own primary metric."""
+    metric = task.primary_metric
+    best, human = summary["best"], summary["human"]
+    return {"task": task, "best": best, "human": human, "published": not task.accepts_submissions,
+            "metric_label": dict(task.metric_columns)[metric],
+            "best_score": best["scores"].get(metric) if best else None,
+            "human_score": human["scores"].get(metric) if human else None,
+            "decimals": task.metric_decimals,
+            "entries": summary["entries"]}
 
 
 def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -54,9 +106,19 @@ def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str,
 def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task.objects.visible_to(request.user).select_related("benchmark"), slug=slug)
     test_set = task.current_test_set()
-    rows = list(table_rows(task, leaderboard_rows(task)))
+    stamp = task_board(task, "summary").stamp  # the rows are read only if the page is rendered
     track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    # Besides the board: the test set's cue table and the track's progress, which change on their own.
+    parts = [stamp, test_set.pk if test_set else None,
+             ((test_set.diagnostics or {}).get("icq") or {}).get("updated_at") if test_set else None,
+             (track.status, track.done, track.updated_at) if track is not None else None]
+    return conditional_page(request, parts, lambda: board_page(request, task, test_set, track))
+
+
+def board_page(request: HttpRequest, task: Task, test_set: TestSet | None, track: Any) -> HttpResponse:
+    board = task_board(task)
     cues = cue_table(test_set)
+    rows = list(table_rows(task, board.payload["rows"]))
     return render(request, "leaderboards/leaderboard.html", {
         "track": track,
         "refresh": (track is not None and track.status in WAITING)
@@ -68,7 +130,9 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "columns": task.metric_columns,
         "primary_label": dict(task.metric_columns)[task.primary_metric],
         "has_submissions": any(r["kind"] == "submission" for r in rows),
+        "awaiting_rescore": board.payload["awaiting_rescore"],
         "tier_procedure": TIER_PROCEDURE,
+        "wording": wording.wording_for(task.kind),
     })
 
 
@@ -111,7 +175,7 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     keys = [key for key, _ in task.metric_columns]
     writer.writerow(["rank", "method", "team", "date", "reported", "kind"] + keys
                     + [f"{k}_ci_low" for k in keys] + [f"{k}_ci_high" for k in keys] + ["source", "url"])
-    for row in leaderboard_rows(task):
+    for row in task_board(task).payload["rows"]:
         ci = row["ci"] or {}
         writer.writerow(
             [row["rank"] or "", csv_text(row["method"]), csv_text(row["team"]), row["date"] or "", row["reported"],
@@ -126,10 +190,22 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
 
 def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, slug=slug)
-    tasks, rows = benchmark_average_rows(benchmark)
+    average = benchmark_board(benchmark).payload
+    averaged = {task.slug: task for task in benchmark.tasks.filter(slug__in=average["tasks"])}
+    tasks = [averaged[slug] for slug in average["tasks"]]
+    rows = average["rows"]
     for row in rows:
         row["cells"] = [row["per_task"][task.slug] for task in tasks]
-    return render(request, "leaderboards/benchmark.html", {"benchmark": benchmark, "tasks": tasks, "rows": rows})
+    listed = list(benchmark.tasks.listed_for(request.user))
+    stored = task_boards(listed, "summary")
+    boards = [home_row(task, stored[task.pk].payload) for task in listed]
+    return render(request, "leaderboards/benchmark.html", {
+        "benchmark": benchmark, "tasks": tasks, "rows": rows, "boards": boards,
+        # An average over one subset is that subset's board again: shown from two subsets on.
+        "show_average": len(tasks) > 1, "average_note": wording.average_note(tasks),
+        "average_title": wording.average_title(tasks),
+        "kinds": wording.kinds_of([b["task"] for b in boards]), "bibtex": wording.bibtex_for(benchmark),
+    })
 
 
 GROUP_LABELS = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
@@ -151,8 +227,10 @@ def task_skills(request: HttpRequest, slug: str) -> HttpResponse:
                 groups.append({"label": label, "rows": rows})
         entries.append({"submission": sub, "groups": groups, "not_submitted": sub.details.get("not_submitted", [])})
     build = listing.get("build") or {}
+    # One scale for every chart of the page, so a gap of 1.3 never draws as long as one of 72.9.
+    gaps = [abs(row["gap"]) for entry in entries for group in entry["groups"] for row in group["rows"]]
     return render(request, "leaderboards/skills.html", {
-        "task": task, "listing": listing, "entries": entries,
+        "task": task, "listing": listing, "entries": entries, "gap_scale": max(gaps, default=0.0) or 1.0,
         "refresh": build.get("status") in WAITING,
     })
 

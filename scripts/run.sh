@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + three Celery workers (scoring; maintenance and models; sandbox) + Celery beat, demo data loaded.
+# gunicorn + four Celery workers (scoring; reaper; maintenance and models; sandbox) + Celery beat, demo data loaded.
 # A Celery process that exits is started again (see supervise below); Ctrl-C stops everything.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 # USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
@@ -72,10 +72,12 @@ supervise() {
 gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
   --access-logfile var/log/access.log --error-logfile - &
 pids+=($!)
-# Separate workers: scores (and the reaper) never wait behind background work such as cue
-# discovery, skill sets or diagnostics.
+# Separate workers: scores never wait behind background work such as cue discovery, skill sets
+# or diagnostics, and the reapers never wait behind scoring runs (config/celery.py).
 supervise "scoring worker" celery -A config worker -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" \
   --hostname "scoring@%h" --loglevel INFO
+supervise "reaper worker" celery -A config worker -Q reaper --concurrency 1 \
+  --hostname "reaper@%h" --loglevel INFO
 supervise "background worker" celery -A config worker -Q maintenance,models --concurrency 1 \
   --hostname "background@%h" --loglevel INFO
 # Untrusted interpreter code gets a worker of its own: an hour-long code run never delays

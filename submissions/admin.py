@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -5,6 +6,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+
+from benchmark.models import boards_changed
 
 from . import intake, rescoring
 from .models import NameChange, ScoreRecord, Status, Submission
@@ -15,8 +18,7 @@ class ScoreRecordInline(admin.TabularInline):
     model = ScoreRecord
     extra = 0
     can_delete = False
-    fields = ["scored_at", "test_set_version", "scorer_version", "scores", "total", "reason"]
-    readonly_fields = fields
+    fields = readonly_fields = ("scored_at", "test_set_version", "scorer_version", "scores", "total", "reason")
     ordering = ["-scored_at", "-id"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -28,11 +30,20 @@ class NameChangeInline(admin.TabularInline):
     model = NameChange
     extra = 0
     can_delete = False
-    fields = ["changed_at", "old_name", "new_name", "changed_by"]
-    readonly_fields = fields
+    fields = readonly_fields = ("changed_at", "old_name", "new_name", "changed_by")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def on_boards(queryset: QuerySet[Submission], change: Callable[[QuerySet[Submission]], int]) -> int:
+    """Apply a bulk ``change`` (an UPDATE sends no save signal) and tell the boards of the tasks
+    it touched, so their stored rows are recomputed."""
+    task_ids = list(queryset.values_list("task_id", flat=True).distinct())
+    changed = change(queryset)
+    if changed:
+        boards_changed(task_ids)
+    return changed
 
 
 @admin.register(Submission)
@@ -75,7 +86,8 @@ class SubmissionAdmin(admin.ModelAdmin):
             obj.flagged_at = timezone.now() if obj.flag_reason else None
         if change and "method_name" in form.changed_data and obj.status == Status.SCORED:
             NameChange.objects.create(submission=obj, old_name=form.initial.get("method_name", ""),
-                                      new_name=obj.method_name, changed_by=request.user)
+                                      new_name=obj.method_name,
+                                      changed_by=request.user if request.user.is_authenticated else None)
         super().save_model(request, obj, form, change)
 
     @admin.action(description="Re-score on the current test set and scorer (scored), or retry (failed)")
@@ -97,25 +109,26 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark verified (a mark on the board)")
     def verify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = queryset.filter(verified_at__isnull=True).update(verified_at=timezone.now())
+        changed = on_boards(queryset.filter(verified_at__isnull=True),
+                            lambda rows: rows.update(verified_at=timezone.now()))
         self.message_user(request, f"{changed} submission(s) marked verified.")
 
     @admin.action(description="Remove the verified mark")
     def unverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = queryset.filter(verified_at__isnull=False).update(verified_at=None)
+        changed = on_boards(queryset.filter(verified_at__isnull=False), lambda rows: rows.update(verified_at=None))
         self.message_user(request, f"{changed} submission(s) no longer marked verified.")
 
     @admin.action(description="Unflag (back on the board); flag an entry by giving a reason on its page")
     def unflag(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = queryset.exclude(flag_reason="").update(flag_reason="", flagged_at=None)
+        changed = on_boards(queryset.exclude(flag_reason=""), lambda rows: rows.update(flag_reason="", flagged_at=None))
         self.message_user(request, f"{changed} submission(s) unflagged.")
 
     @admin.action(description="Hide from the public leaderboard")
     def hide(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = queryset.filter(public=True).update(public=False)
+        changed = on_boards(queryset.filter(public=True), lambda rows: rows.update(public=False))
         self.message_user(request, f"{changed} submission(s) hidden from the public leaderboard.")
 
     @admin.action(description="Show on the public leaderboard")
     def show(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = queryset.filter(public=False).update(public=True)
+        changed = on_boards(queryset.filter(public=False), lambda rows: rows.update(public=True))
         self.message_user(request, f"{changed} submission(s) shown on the public leaderboard (once scored).")

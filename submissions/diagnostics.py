@@ -228,7 +228,8 @@ def published(diagnostics: dict[str, Any] | None, *, hidden: bool) -> dict[str, 
     an ICQ row, and the distribution test (whose check needs the predictions); recomputing them
     (``redo_for_test_set``) brings back what the rule allows."""
     stored = diagnostics or {}
-    if not stored or not hidden or "error" in stored or (stored.get("disclosure") or {}).get("version") == DISCLOSURE_VERSION:
+    current = (stored.get("disclosure") or {}).get("version") == DISCLOSURE_VERSION
+    if not stored or not hidden or "error" in stored or current:
         return stored
     shown = copy.deepcopy(stored)
     qt = shown.get("question_types")

@@ -21,8 +21,8 @@ from django.utils import timezone
 from benchmark.models import TestSet, boards_changed
 from core.jobs import Job, JobState, Stale
 
-from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
 from . import storage
+from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
 from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)

@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from benchmark.models import Task
 
+from .forms import EDITABLE_FIELDS, save_entry_edit
 from .models import Submission
 
 
@@ -16,7 +17,10 @@ class SubmissionCreateSerializer(serializers.Serializer):
     method_name = serializers.CharField(max_length=120)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     url = serializers.URLField(required=False, allow_blank=True, default="")
-    public = serializers.BooleanField(required=False, default=True)
+    # Omitted (null): the account's preference, private unless changed in the account settings.
+    public = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                      help_text="show on the public leaderboard once scored; default: the "
+                                                "account's preference (private unless changed in its settings)")
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -24,13 +28,18 @@ class SubmissionSerializer(serializers.ModelSerializer):
     test_set_version = serializers.CharField(source="test_set.version", read_only=True)
     team = serializers.CharField(read_only=True)
     error = serializers.SerializerMethodField()
+    stalled = serializers.BooleanField(source="is_stalled", read_only=True,
+                                       help_text="running, but its worker stopped renewing the run: it will be "
+                                                 "given to another worker")
 
     class Meta:
         model = Submission
         # Never item_scores: per-question results of hidden splits stay on the server.
         fields = [
-            "id", "task", "test_set_version", "kind", "method_name", "team", "description", "url", "public",
-            "status", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered", "attempts",
+            "id", "task", "test_set_version", "kind", "method_name", "system_name", "team", "description", "url",
+            "public",
+            "status", "stalled", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered",
+            "attempts",
             "scorer_version",
             "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
         ]
@@ -63,7 +72,72 @@ class QuotaSerializer(serializers.Serializer):
     resets_at = serializers.DateTimeField()
 
 
+class DiagnosticsAnswerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed", "none"])
+    diagnostics = serializers.DictField(allow_null=True, help_text="aggregates only (docs/diagnostics.md); "
+                                                                   "never per-question outcomes")
+
+
+class FieldErrorSerializer(serializers.Serializer):
+    field = serializers.CharField(allow_null=True,
+                                  help_text="the field or query parameter; null for the request as a whole")
+    detail = serializers.CharField()
+
+
+class ProblemSerializer(serializers.Serializer):
+    """An error answer: RFC 9457 problem details (config/errors.py, docs/client.md#errors)."""
+
+    type = serializers.CharField(help_text="about:blank, or /api/v1/problems/<name>/ for a documented problem type")
+    title = serializers.CharField(help_text="a short summary of the type")
+    status = serializers.IntegerField(help_text="the HTTP status code")
+    detail = serializers.CharField(help_text="what went wrong with this request")
+    errors = FieldErrorSerializer(  # type: ignore[assignment]  # a declared field, not Serializer.errors
+        many=True, required=False, help_text="invalid fields (validation-error only)")
+
+
+class QuotaProblemSerializer(ProblemSerializer):
+    """quota-exceeded: the daily quota is spent; Retry-After says when it resets."""
+
+    limit = serializers.IntegerField()
+    used = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    resets_at = serializers.DateTimeField()
+
+
+class UploadProblemSerializer(ProblemSerializer):
+    """validation-error (a field), submission-rejected (the file: submission_id and category
+    name the stored, rejected submission) or submission-refused (the task is closed)."""
+
+    submission_id = serializers.IntegerField(required=False, help_text="submission-rejected only")
+    category = serializers.CharField(required=False, help_text="submission-rejected only: which check failed")
+
+
 class SubmissionUpdateSerializer(serializers.ModelSerializer):
+    """PATCH by the owner: the fields of the web edit page (forms.EntryEditForm), same rules."""
+
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    team = serializers.CharField(required=False, allow_blank=True, max_length=120,
+                                 help_text="the account's team: changes it for all the owner's entries")
+
     class Meta:
         model = Submission
-        fields = ["method_name", "description", "url", "public"]
+        fields = [*EDITABLE_FIELDS, "team"]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # A field that cannot be changed (a score, the status) is refused, not silently ignored.
+        unknown = sorted(set(getattr(self, "initial_data", None) or {}) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [f"cannot be changed; editable: {', '.join(self.fields)}"] for name in unknown})
+        return attrs
+
+    def update(self, instance: Submission, validated_data: dict[str, Any]) -> Submission:
+        team = validated_data.pop("team", None)
+        old_name, was_public = instance.method_name, instance.public
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        request = self.context["request"]
+        save_entry_edit(instance, old_name=old_name, was_public=was_public, team=team, changed_by=request.user)
+        return instance

@@ -4,17 +4,19 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.http import AuthenticatedHttpRequest
+from accounts.models import profile_of
 from benchmark.models import Task
 from core.jobs import WAITING
 from scoring.analysis.features import EXTRACTOR_METHODS
 
-from . import intake
-from .forms import PredictionUploadForm
+from . import diagnostics, intake, rescoring
+from .forms import EntryEditForm, PredictionUploadForm, system_names_of
 from .models import Status, Submission
 
 
@@ -42,15 +44,30 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 else:
                     return redirect(submission)
     else:
-        form = PredictionUploadForm(task=task)
+        form = PredictionUploadForm(task=task, initial={"public": profile_of(request.user).default_public})
     status = 400 if request.method == "POST" else 200
-    # The second call finds the test set the first one found.
-    spec = (task.current_test_set().key_spec or {}) if task.current_test_set() else {}  # type: ignore[union-attr]
+    test_set = task.current_test_set()
+    spec = (test_set.key_spec or {}) if test_set else {}
     return render(request, "submissions/submit.html", {
         "task": task, "form": form, "quota": quota, "rejected": rejected,
         "max_bytes": settings.SUBMISSION_MAX_BYTES,
         "letters": spec.get("option_letters", "ABCD"), "labels": spec.get("labels", []),
+        # The interpreter contract of a QUACKIE track (docs/sandbox.md): the model and the run's limits.
+        "code_max_bytes": settings.CODE_MAX_BYTES,
+        "sandbox_limits": {"per_sample_seconds": f"{settings.SANDBOX_SAMPLE_SECONDS:g}",
+                           "total_minutes": f"{settings.SANDBOX_TOTAL_SECONDS / 60:g}"},
+        "track_model_kind": track_model_kind(task),
     }, status=status)
+
+
+def track_model_kind(task: Task) -> str:
+    """How the submit page names a QUACKIE track's hosted model ("" for other tasks)."""
+    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    if track is None:
+        return ""
+    kind = {"classification": "a classifier (class 1 = answerable)",
+            "qa": "a QA model (P(answer) from its span scores)"}.get(track.hosted_model.kind, track.hosted_model.kind)
+    return f"{track.hosted_model.name}, {kind}"
 
 
 def visible_submission(request: HttpRequest, pk: int) -> Submission:
@@ -61,6 +78,8 @@ def visible_submission(request: HttpRequest, pk: int) -> Submission:
         submission.public and submission.status == Status.SCORED
     ):
         raise Http404("No such submission")
+    if submission.task.is_hidden and not request.user.is_staff:
+        raise Http404("No such submission")  # a hidden task is staff only, its entries too
     return submission
 
 
@@ -89,6 +108,7 @@ def present_details(details: dict[str, Any] | None) -> dict[str, Any]:
     if gaps:
         labels = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
         d["skill_rows"] = gaps
+        d["skill_scale"] = max(abs(g["gap"]) for g in gaps) or 1.0  # one scale for the three group charts
         d["skill_groups"] = [
             {"label": label, "rows": [{**g, "label": f"{g['skill']} {g['name']}"} for g in gaps if g["group"] == group]}
             for group, label in labels.items() if any(g["group"] == group for g in gaps)
@@ -118,23 +138,75 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],
         "is_owner": submission.user_id == getattr(request.user, "id", None),
         "refresh": not submission.is_terminal or submission.diagnostics_status in WAITING,
-        "diagnostics": present_diagnostics(submission.diagnostics),
+        "diagnostics": present_diagnostics(
+            diagnostics.published(submission.diagnostics, hidden=submission.test_set.is_hidden)),
         "icq_extractor": EXTRACTOR_METHODS.get(submission.task.language, ""),
         "details": present_details(submission.details),
+        # Every score the entry had, newest first (test-set and scorer versions, what changed).
+        "history": [{"record": record, "primary": record.scores.get(submission.task.primary_metric)}
+                    for record in submission.score_history.order_by("-scored_at", "-pk")],
+        "primary_label": dict(submission.task.metric_columns)[submission.task.primary_metric],
+        "stale": rescoring.is_stale(submission),
+        # The rename trail is for maintainers (it can name entries their owner since renamed).
+        "name_changes": submission.name_changes.select_related("changed_by") if request.user.is_staff else None,
     })
 
 
 @login_required
 def my_submissions(request: AuthenticatedHttpRequest) -> HttpResponse:
     submissions = (
-        Submission.objects.filter(user=request.user).select_related("task")
+        Submission.objects.filter(user=request.user, task__in=Task.objects.visible_to(request.user))
+        .select_related("task")
         .defer("item_scores").order_by("-created_at", "-id")
     )
-    return render(request, "submissions/list.html", {"submissions": submissions})
+    counts = dict(submissions.order_by().values_list("status").annotate(n=Count("id")))
+    # Rejected uploads (a file that failed validation, nothing ran) are left out unless asked for:
+    # a researcher fixing a file a few times would otherwise see mostly refusals.
+    chosen = request.GET.get("status", "")
+    if chosen not in LIST_FILTERS:
+        chosen = ""
+    statuses = LIST_FILTERS[chosen][1]
+    shown = submissions.filter(status__in=statuses) if statuses else submissions.exclude(status=Status.REJECTED)
+    rows = [{"submission": sub, "metric_label": dict(sub.task.metric_columns)[sub.task.primary_metric],
+             "score": (sub.scores or {}).get(sub.task.primary_metric), "decimals": sub.task.metric_decimals}
+            for sub in shown]
+    filters = [{"key": key, "label": label, "active": key == chosen,
+                "count": sum(n for status, n in counts.items()
+                             if (status in wanted if wanted else status != Status.REJECTED))}
+               for key, (label, wanted) in LIST_FILTERS.items()]
+    return render(request, "submissions/list.html", {
+        "rows": rows, "filters": filters, "any_submission": bool(counts),
+        "hidden_rejected": counts.get(Status.REJECTED, 0) if not chosen else 0,
+    })
+
+
+# ?status= of "My submissions": (label, statuses shown); the default leaves rejected uploads out.
+LIST_FILTERS: dict[str, tuple[str, list[str]]] = {
+    "": ("All but rejected", []),
+    "scored": ("Scored", [Status.SCORED]),
+    "waiting": ("Queued or running", [Status.UPLOADED, Status.QUEUED, Status.RUNNING]),
+    "failed": ("Failed or cancelled", [Status.FAILED, Status.CANCELLED]),
+    "rejected": ("Rejected", [Status.REJECTED]),
+    "all": ("All", list(Status)),
+}
 
 
 def owned(request: HttpRequest, pk: int) -> Submission:
-    return get_object_or_404(Submission.objects.defer("item_scores"), pk=pk, user=request.user)
+    return get_object_or_404(Submission.objects.defer("item_scores"), pk=pk, user=request.user,
+                             task__in=Task.objects.visible_to(request.user))
+
+
+@login_required
+def edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    submission = owned(request, pk)
+    form = EntryEditForm(request.POST or None, instance=submission, editor=request.user)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Entry saved.")
+        return redirect(submission)
+    return render(request, "submissions/edit.html", {
+        "submission": submission, "form": form, "system_names": system_names_of(request.user),
+    }, status=400 if form.errors else 200)
 
 
 @login_required

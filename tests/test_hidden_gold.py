@@ -201,7 +201,8 @@ def routes():
         for pattern in patterns:
             if isinstance(pattern, URLResolver):
                 yield from walk(pattern.url_patterns, pattern.namespace or namespace)
-            elif namespace != "admin":
+            elif namespace != "admin" and pattern.name is not None:
+                # Unnamed patterns are the deprecated /api/ aliases of the named /api/v1/ routes.
                 yield pattern.name, pattern.pattern.regex
 
     return list(walk(get_resolver().url_patterns))
@@ -215,7 +216,9 @@ def crawl_urls(world):
     urls = set()
     for name, regex in routes():
         params = set(regex.groupindex)
-        values = {"slug": slugs, "pk": pks, "format": ["json", "api"], "skill": ["s1", "s5", "s13"]}
+        values = {"slug": slugs, "pk": pks, "format": ["json", "api"], "skill": ["s1", "s5", "s13"],
+                  "name": ["validation-error", "quota-exceeded", "submission-rejected"],  # problem types
+                  "uidb64": ["MQ"], "token": ["set-password"]}  # a password-reset link (invalid here)
         unknown = params - set(values)
         assert not unknown, f"route {name} has parameters {unknown}: teach the crawl to fill them"
         if "format" in params:
@@ -387,6 +390,7 @@ def test_logs_during_scoring_carry_no_gold(world, caplog):
 def test_diagnostics_publish_no_group_below_the_minimum(world):
     """A group's accuracy is its questions' outcomes when it is small (the questions are public):
     no diagnostics response or page of a hidden set lists a group under the minimum size."""
+    from scoring.disclosure import disclosable
     from submissions.diagnostics import HIDDEN_MIN_GROUP_SIZE
 
     span_entries = 0
@@ -401,6 +405,9 @@ def test_diagnostics_publish_no_group_below_the_minimum(world):
         sizes += [test["n"] for test in qt["one_vs_rest"]["tests"]]
         sizes += [subset["n"] for prop in bias["properties"] for subset in prop["bins"]]
         assert all(n >= HIDDEN_MIN_GROUP_SIZE for n in sizes), (pk, sizes)
+        # Nor one all right or all wrong (the entries are perfect): only the whole set, the public score.
+        shown = [(g["correct"], g["n"]) for test in qt["categorical"]["tests"] for g in test["groups"].values()]
+        assert all(disclosable(correct, n) or n == qt["n_items"] for correct, n in shown), (pk, shown)
         # The fixture sets have fewer questions than the minimum: their groups were there, pooled, withheld.
         assert all(test["pooled_groups"] for test in qt["categorical"]["tests"]), pk
         page = Client()

@@ -1,20 +1,25 @@
 """Whether a sandbox can run here (docs/sandbox.md, "API"): ``sandbox_available(mode)`` runs
 the real sandbox command line once per mode and caches the answer, with the reason when it
-cannot (bubblewrap missing, no namespaces, an interpreter the sandbox user cannot run)."""
+cannot (bubblewrap missing, no namespaces, an interpreter the sandbox user cannot run). With
+``require_cgroups`` it also creates (and removes) a probe cgroup and answers no when the
+required cgroup limits cannot be applied: the deployment then refuses code (fail closed)
+instead of running it under rlimits only."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 import threading
+import uuid
 
+from scoring.sandbox.cgroups import Cgroups
 from scoring.sandbox.command import SANDBOX_UID, bwrap_command, find_tool, host_env
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
 
 MODES = ("bwrap", "none")
 
-_PROBES: dict[str, tuple[bool, str]] = {}
+_PROBES: dict[tuple[str, bool], tuple[bool, str]] = {}
 _PROBE_LOCK = threading.Lock()
 
 
@@ -26,13 +31,19 @@ def check_mode(mode: str | None) -> str:
     return mode
 
 
-def sandbox_available(mode: str | None = None) -> tuple[bool, str]:
-    """(usable, reason). Probes once per mode (cached): runs the sandboxed interpreter."""
+def sandbox_available(mode: str | None = None, *, require_cgroups: bool = False) -> tuple[bool, str]:
+    """(usable, reason). Probes once per mode (cached): runs the sandboxed interpreter; with
+    ``require_cgroups`` (bwrap only) the cgroup limits must be applicable too."""
     mode = check_mode(mode)
+    require_cgroups = bool(require_cgroups) and mode == "bwrap"
     with _PROBE_LOCK:
-        if mode not in _PROBES:
-            _PROBES[mode] = _probe(mode)
-        return _PROBES[mode]
+        key = (mode, require_cgroups)
+        if key not in _PROBES:
+            usable, reason = _probe(mode)
+            if usable and require_cgroups:
+                usable, reason = _probe_cgroups(reason)
+            _PROBES[key] = (usable, reason)
+        return _PROBES[key]
 
 
 def _clear_probe_cache() -> None:
@@ -54,6 +65,8 @@ def _probe(mode: str) -> tuple[bool, str]:
         return False, "prlimit (util-linux) is not installed"
     if os.geteuid() == 0 and not find_tool("setpriv"):
         return False, "setpriv (util-linux) is not installed"
+    if not find_tool("nice"):
+        return False, "nice (coreutils) is not installed"
     limits = SandboxLimits()
     probe = "import os, sys; print(os.getuid(), os.getgid(), sys.version_info[0])"
     try:
@@ -81,3 +94,14 @@ def _probe(mode: str) -> tuple[bool, str]:
         return False, f"the sandbox probe answered {completed.stdout[:100]!r}"
     who = f"uid {words[0]}" + (" (nobody)" if words[0] == str(SANDBOX_UID) else "")
     return True, f"bubblewrap sandbox usable ({who}, interpreter {sys.executable})"
+
+
+def _probe_cgroups(reason: str) -> tuple[bool, str]:
+    """The cgroup limits a run would get, tried on a probe group that is removed at once."""
+    probe = Cgroups(f"probe-{uuid.uuid4().hex[:12]}", SandboxLimits())
+    try:
+        if probe.missing():
+            return False, probe.refusal()
+        return True, f"{reason}; cgroup {probe.version} limits: {', '.join(probe.directories)}"
+    finally:
+        probe.remove()

@@ -45,20 +45,37 @@ TRACEBACK_CHARS = 4000
 # Linux clone(2) namespace flags; a clone with any of them is refused.
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
                          0x20000000, 0x40000000)
-# Refused outright with EPERM: namespaces, mounts, debugging other processes, kernel keyrings,
-# BPF, perf, userfaultfd and io_uring (large kernel attack surface nothing here needs).
+# Refused outright with EPERM: namespaces, mounts (old and new API), debugging other processes,
+# kernel keyrings, BPF, perf, userfaultfd, io_uring, the x86 LDT and I/O ports, the kernel log
+# (large kernel attack surface nothing here needs).
 DENIED_SYSCALLS = (
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
-    "fsopen", "fsmount", "fspick", "ptrace", "process_vm_readv", "process_vm_writev", "bpf",
+    "open_tree_attr", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "listmount",
+    "statmount", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "bpf",
     "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd", "open_by_handle_at",
     "name_to_handle_at", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "swapon", "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie", "personality",
+    "modify_ldt", "iopl", "ioperm", "syslog", "uselib",
 )
+# Numbers of the syscalls newer than some libseccomp releases' tables (2.5.4 does not know the
+# last three): without them the names above would silently not be filtered. One table serves
+# x86-64 and the generic (aarch64) numbering, which agree from 424 on.
+NEW_SYSCALL_NUMBERS = {"mount_setattr": 442, "statmount": 457, "listmount": 458, "open_tree_attr": 467}
+NEW_SYSCALL_MACHINES = ("x86_64", "aarch64")
+# socket(2) / socketpair(2) families the child may use: Unix sockets (Python's own machinery) and
+# IP (refused by the empty network namespace). Netlink, vsock, packet, AF_ALG and every other
+# family answer EAFNOSUPPORT, as for a kernel built without them.
+ALLOWED_SOCKET_FAMILIES = (1, 2, 10)   # AF_UNIX, AF_INET, AF_INET6
 SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_ACT_KILL_PROCESS = 0x80000000
+SCMP_FLTATR_ACT_BADARCH = 2
+SCMP_CMP_EQ = 4
+SCMP_CMP_GT = 6
 SCMP_CMP_MASKED_EQ = 7
 EPERM = 1
 ENOSYS = 38
+EAFNOSUPPORT = 97
 
 
 def scmp_act_errno(errno: int) -> int:
@@ -73,7 +90,11 @@ class _ArgCmp(ctypes.Structure):
 def install_seccomp() -> str:
     """Install the deny-list filter through libseccomp (ctypes; no Python package needed).
 
-    Returns ``""`` on success, else why not (the sandbox then relies on its other layers).
+    A system call through another ABI than the native one (i386 ``int 0x80``, x32 numbers on
+    x86-64) kills the whole process (libseccomp's default kills only the calling thread, which
+    left a sample hanging to its timeout): nothing here ever uses them, and the filter's rules
+    are written for native numbers. Returns ``""`` on success, else why not (the sandbox then
+    relies on its other layers).
     """
     name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
@@ -87,12 +108,19 @@ def install_seccomp() -> str:
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
     lib.seccomp_load.argtypes = [ctypes.c_void_p]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
     ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
     if not ctx:
         return "seccomp_init failed"
     try:
+        result = lib.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)
+        if result != 0:
+            raise OSError(-result, "seccomp_attr_set(ACT_BADARCH, KILL_PROCESS)")
+
         def rule(action, syscall, *conditions):
             number = lib.seccomp_syscall_resolve_name(syscall.encode())
+            if number < 0 and os.uname().machine in NEW_SYSCALL_MACHINES:
+                number = NEW_SYSCALL_NUMBERS.get(syscall, -1)
             if number < 0:
                 return  # not on this architecture / kernel headers
             array = (_ArgCmp * max(1, len(conditions)))(*conditions)
@@ -107,6 +135,15 @@ def install_seccomp() -> str:
         # clone3 passes its flags in memory, which seccomp cannot read: ENOSYS makes glibc fall
         # back to clone(2), which the rules above inspect.
         rule(scmp_act_errno(ENOSYS), "clone3")
+        # The family is an int: a caller can set the upper half of the 64-bit register, which
+        # the kernel ignores. "> 10" on the whole register refuses every such value and every
+        # family above AF_INET6; the few below it are refused one by one.
+        refused = [family for family in range(0, 10) if family not in ALLOWED_SOCKET_FAMILIES]
+        for syscall in ("socket", "socketpair"):
+            rule(scmp_act_errno(EAFNOSUPPORT), syscall,
+                 _ArgCmp(0, SCMP_CMP_GT, max(ALLOWED_SOCKET_FAMILIES), 0))
+            for family in refused:
+                rule(scmp_act_errno(EAFNOSUPPORT), syscall, _ArgCmp(0, SCMP_CMP_EQ, family, 0))
         result = lib.seccomp_load(ctx)
         if result != 0:
             return f"seccomp_load failed ({os.strerror(-result)})"

@@ -2,7 +2,9 @@
 one JSON line per sample and reads the reply through non-blocking pipes, drains stderr into a
 ``CappedBuffer``, and kills the child (its process group and cgroups). What goes wrong on the
 pipes is raised as ``ReplyTimeout``, ``OutputFlood``, ``ChildDied`` or ``ProtocolViolation``
-for the runner to turn into a failure category. The protocol itself is described in
+for the runner to turn into a failure category; ``CpuBudgetExceeded`` when the CPU time of all
+the sandbox's processes together (the cgroup's counter, else the process tree's) passes what the
+run has left of ``cpu_budget_seconds``. The protocol itself is described in
 ``scoring/sandbox/child.py``."""
 from __future__ import annotations
 
@@ -18,7 +20,10 @@ from scoring.sandbox.cgroups import Cgroups
 from scoring.sandbox.limits import SandboxLimits
 from scoring.sandbox.protocol import ProtocolViolation, decode
 
-__all__ = ["CappedBuffer", "Child", "ChildDied", "OutputFlood", "ProtocolViolation", "ReplyTimeout"]
+__all__ = ["CappedBuffer", "Child", "ChildDied", "CpuBudgetExceeded", "OutputFlood", "ProtocolViolation",
+           "ReplyTimeout", "process_tree_cpu_seconds"]
+
+CPU_CHECK_SECONDS = 0.25  # how often the CPU counter is read while waiting for the child
 
 
 class ReplyTimeout(Exception):
@@ -31,6 +36,53 @@ class OutputFlood(Exception):
 
 class ChildDied(Exception):
     """The child closed its stdout (it exited or was killed)."""
+
+
+class CpuBudgetExceeded(Exception):
+    """The sandbox's processes together used more CPU time than the run has left."""
+
+    def __init__(self, used: float):
+        super().__init__(f"{used:.1f} s of CPU time")
+        self.used = used
+
+
+def process_tree_cpu_seconds(root_pid: int) -> float | None:
+    """CPU time of ``root_pid`` and all its descendants, the reaped children of each included
+    (utime + stime + cutime + cstime from /proc). The fallback where no cgroup counts: in the
+    sandbox's pid namespace every orphan is re-parented to bwrap's init, itself a descendant, so
+    no process leaves the tree; only children no one waited for before they exited are missed."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2:].split()
+        try:
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = sum(int(value) for value in fields[11:15])
+        except (IndexError, ValueError):
+            continue
+    if root_pid not in times:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total / ticks
 
 
 class CappedBuffer:
@@ -73,14 +125,19 @@ class Child:
     """One sandboxed child process and its pipes (non-blocking, multiplexed with selectors)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, limits: SandboxLimits,
-                 stderr: CappedBuffer, cgroups: Cgroups | None, wraps_signals: bool):
+                 stderr: CappedBuffer, cgroups: Cgroups | None, wraps_signals: bool,
+                 pass_fds: tuple[int, ...] = (), cpu_allowance: float | None = None):
         self.limits = limits
         self.stderr = stderr
         self.cgroups = cgroups
         self.wraps_signals = wraps_signals  # bwrap reports a signal N as exit code 128 + N
+        self.cpu_allowance = cpu_allowance  # CPU seconds this child may use (None: no check)
+        self.cpu_used = 0.0
+        self.cpu_checked = 0.0
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                     start_new_session=True, close_fds=True)
+                                     start_new_session=True, close_fds=True,
+                                     pass_fds=tuple(pass_fds))
         self.out = bytearray()
         self.selector = selectors.DefaultSelector()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -91,6 +148,26 @@ class Child:
         self.stdin_open = True
         self.closed = False
         self.closed_pipes = False
+
+    # ------------------------------------------------------------------ CPU
+
+    def _read_cpu(self) -> None:
+        used = None
+        if self.cgroups is not None and self.cgroups.accounting is not None:
+            used = self.cgroups.cpu_seconds()
+        if used is None and not self.closed:
+            used = process_tree_cpu_seconds(self.proc.pid)
+        if used is not None:
+            self.cpu_used = max(self.cpu_used, used)
+
+    def _check_cpu(self) -> None:
+        now = time.monotonic()
+        if self.cpu_allowance is None or now - self.cpu_checked < CPU_CHECK_SECONDS:
+            return
+        self.cpu_checked = now
+        self._read_cpu()
+        if self.cpu_used > self.cpu_allowance:
+            raise CpuBudgetExceeded(self.cpu_used)
 
     # ------------------------------------------------------------------ I/O
 
@@ -148,7 +225,8 @@ class Child:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ReplyTimeout()
-                self._pump(min(remaining, 1.0))
+                self._pump(min(remaining, CPU_CHECK_SECONDS))
+                self._check_cpu()
         finally:
             if registered:
                 self.selector.unregister(self.proc.stdin)
@@ -161,7 +239,8 @@ class Child:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ReplyTimeout()
-            self._pump(min(remaining, 1.0))
+            self._pump(min(remaining, CPU_CHECK_SECONDS))
+            self._check_cpu()
 
     # ------------------------------------------------------------------ ending
 
@@ -185,6 +264,7 @@ class Child:
     def kill(self) -> None:
         if self.closed:
             return
+        self._read_cpu()  # the process tree's last reading (a cgroup's counter outlives it)
         self.closed = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -199,6 +279,7 @@ class Child:
             self.proc.wait()
         self._drain_stderr(0.2)
         self._close_pipes()
+        self._read_cpu()
 
     def finish(self, *, graceful: bool) -> None:
         """End the child: close stdin and let it exit (graceful), else kill it."""

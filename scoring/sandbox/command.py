@@ -17,6 +17,12 @@ net, ipc, uts and cgroup namespaces, with a read-only minimal filesystem: ``/usr
 the code and of the ``scoring`` runtime subset, a size-capped private tmpfs ``/tmp``, minimal
 ``/dev`` and a ``/proc`` of its own pid namespace. Not root: ``bwrap --unshare-user`` runs the
 child as the worker's own unprivileged uid instead (no setpriv, no cgroups).
+
+What the jail can learn of the host is kept small: the submission's code and the runtime copy
+are not bound from the job directory but copied into fresh read-only tmpfs mounts
+(``--file``, descriptors from ``CommandFiles``), so ``/proc/self/mountinfo`` names no job path;
+bwrap's own options are read from a descriptor (``--args``), so ``/proc/1/cmdline`` (the jail's
+init) holds no host path either. ``niced`` starts everything at a lower priority.
 """
 from __future__ import annotations
 
@@ -88,9 +94,78 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:" + os.environ.get("PATH", ""))
 
 
+class CommandFiles:
+    """Descriptors a command line refers to (bwrap reads them while it starts): opened
+    close-on-exec, handed to the child through ``pass_fds`` and closed once it started."""
+
+    def __init__(self):
+        self.fds: list[int] = []
+
+    def open(self, path) -> int:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.fds.append(fd)
+        return fd
+
+    def data(self, data: bytes) -> int:
+        fd = os.memfd_create("expbench-sandbox", os.MFD_CLOEXEC)
+        self.fds.append(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+
+def copied_tree(source: str, destination: str, files: CommandFiles) -> list[str]:
+    """bwrap options that give ``destination`` a fresh tmpfs holding a copy of ``source`` (its
+    directories 0755, files 0644), then remount it read-only. Unlike a bind mount, it shows no
+    host path in the jail's mountinfo."""
+    directories: list[str] = []
+    copies: list[tuple[str, str]] = []
+    size = 1 << 20
+    for root, dirs, names in os.walk(source):
+        dirs.sort()
+        relative = os.path.relpath(root, source)
+        target = destination if relative == "." else f"{destination}/{relative}"
+        if relative != ".":
+            directories.append(target)
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                copies.append((path, f"{target}/{name}"))
+                size += os.path.getsize(path) + 4096
+        size += 4096 * len(dirs)
+    args = ["--perms", "0755", "--size", str(size), "--tmpfs", destination]
+    for directory in directories:
+        args += ["--perms", "0755", "--dir", directory]
+    for path, target in copies:
+        args += ["--perms", "0644", "--file", str(files.open(path)), target]
+    return args + ["--remount-ro", destination]
+
+
+def options_from_fd(command: list[str], files: CommandFiles) -> list[str]:
+    """``bwrap OPTIONS -- COMMAND`` as ``bwrap --args FD -- COMMAND``: the options (host paths
+    of the runtime, the model, descriptors) are read from a memfd, so the jail's pid 1, a fork
+    of bwrap, shows only ``bwrap --args FD -- COMMAND`` in /proc/1/cmdline."""
+    separator = command.index("--")
+    options = "".join(f"{option}\0" for option in command[1:separator]).encode()
+    return [command[0], "--args", str(files.data(options)), *command[separator:]]
+
+
 def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
-                  inner: list[str]) -> list[str]:
-    """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro."""
+                  inner: list[str], copies: list[tuple[str, str]] = (),
+                  files: CommandFiles | None = None) -> list[str]:
+    """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro;
+    ``copies``: (source directory, dest) copied into read-only tmpfs (``copied_tree``), their
+    descriptors opened in ``files``."""
     as_root = os.geteuid() == 0
     args = [find_tool("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -102,7 +177,7 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
     args += ["--ro-bind", "/usr", "/usr"] + _top_level_links()
     made: set[str] = {"/", "/tmp", "/usr"}
     destinations = [(source, source) for source in _runtime_roots()] + binds
-    for _, destination in destinations:
+    for _, destination in destinations + list(copies):
         parents = list(PurePosixPath(destination).parents)[::-1][1:]  # without "/"
         for parent in map(str, parents):
             if parent not in made and not parent.startswith("/usr/"):
@@ -110,6 +185,10 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
                 made.add(parent)
     for source, destination in destinations:
         args += ["--ro-bind", source, destination]
+    if copies and files is None:
+        raise ValueError("copies need a CommandFiles for their descriptors")
+    for source, destination in copies:
+        args += copied_tree(source, destination, files)
     args += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
     for key, value in child_env("/tmp", "/tmp").items():
         args += ["--setenv", key, value]
@@ -121,6 +200,13 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
     else:
         args += ["--"]
     return args + rlimit_command(limits, find_tool("prlimit") or "/usr/bin/prlimit") + inner
+
+
+def niced(command: list[str], limits: SandboxLimits) -> list[str]:
+    """``nice -n <limits.nice>`` in front: every process of the sandbox inherits the lower
+    priority (raising it again needs CAP_SYS_NICE, which the sandbox user lacks). The CPU share
+    that works everywhere, with or without cgroups."""
+    return [find_tool("nice") or "/usr/bin/nice", "-n", str(int(limits.nice)), *command]
 
 
 def cgroup_wrapper(procs_files: list[str], command: list[str]) -> list[str]:

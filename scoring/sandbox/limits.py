@@ -17,6 +17,7 @@ SUBMISSION_FAILURES = {
     "all_samples_failed": "every sample failed (the run produced no valid scores)",
     "invalid_code": "the stored code does not pass the upload check (stored before a check was added)",
     "total_timeout": "the whole submission ran longer than its wall-clock limit",
+    "cpu_limit": "the sandbox's processes together used more CPU time than the run's budget",
     "output_flood": "a reply was larger than the output limit",
     "protocol_error": "the sandboxed process wrote something that is not a valid reply",
 }
@@ -35,7 +36,15 @@ class SandboxLimits:
     """Resource limits of one submission run (bytes, seconds, counts)."""
 
     address_space: int = 3 * 2**30      # RLIMIT_AS per process (torch needs >= 2 GB)
-    cpu_seconds: int = 3600             # RLIMIT_CPU soft limit (SIGXCPU); hard = soft + 5
+    cpu_seconds: int = 3600             # RLIMIT_CPU soft limit per process (SIGXCPU); hard = soft + 5
+    # CPU time of every process of the sandbox together (children, threads and restarts
+    # included), measured by the cgroup's counter (or the process tree where there is none);
+    # over it the submission fails with ``cpu_limit``. RLIMIT_CPU alone is per process: 63 forked
+    # spinners would each get its full hour.
+    cpu_budget_seconds: float = 3600
+    cpu_cores: float = 1.0              # cgroup cpu.max / cfs quota: at most this many cores at once
+    cpu_weight: int = 50                # cgroup cpu.weight (ordinary processes: 100; v1 shares 512)
+    nice: int = 10                      # nice level of every sandbox process (works without cgroups)
     open_files: int = 64                # RLIMIT_NOFILE
     file_size: int = 16 * 2**20         # RLIMIT_FSIZE (EFBIG beyond it)
     processes: int = 64                 # RLIMIT_NPROC (uid 65534) and cgroup pids.max
@@ -43,7 +52,7 @@ class SandboxLimits:
     total_seconds: float = 1800         # wall clock per submission, start-up included
     output_bytes: int = 1_000_000       # the longest reply line accepted
     startup_seconds: float = 300        # wall clock to load the model and import the code
-    memory_bytes: int = 4 * 2**30       # cgroup memory.limit_in_bytes of the whole sandbox
+    memory_bytes: int = 4 * 2**30       # cgroup memory limit of the whole sandbox (v1 limit_in_bytes, v2 memory.max)
     tmp_bytes: int = 64 * 2**20         # size of the private tmpfs /tmp
     stderr_bytes: int = 64 * 1024       # stderr kept (head and tail), the rest is dropped
     # A death on one sample is that sample's fail and the child is restarted; a submission
@@ -74,6 +83,7 @@ class RunResult:
     sample_seconds: dict[str, float] = field(default_factory=dict)  # parent wall clock
     compute_seconds: dict[str, float] = field(default_factory=dict)  # inside interpret()
     total_seconds: float = 0.0
+    cpu_seconds: float = 0.0                  # CPU time of all the sandbox's processes, restarts included
     restarts: int = 0
     signal: str | None = None
     exit_code: int | None = None

@@ -24,14 +24,25 @@ from typing import Callable, Iterable
 
 from scoring.sandbox.availability import check_mode, sandbox_available
 from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.child_process import CappedBuffer, Child, ChildDied, OutputFlood, ProtocolViolation, ReplyTimeout
+from scoring.sandbox.child_process import (
+    CappedBuffer,
+    Child,
+    ChildDied,
+    CpuBudgetExceeded,
+    OutputFlood,
+    ProtocolViolation,
+    ReplyTimeout,
+)
 from scoring.sandbox.command import (
     SANDBOX_UID,
+    CommandFiles,
     bwrap_command,
     cgroup_wrapper,
     child_env,
     find_tool,
     host_env,
+    niced,
+    options_from_fd,
     rlimit_command,
 )
 from scoring.sandbox.errors import InvalidCode, SandboxUnavailable
@@ -70,6 +81,8 @@ def _crash_message(signal_name: str | None, exit_code: int | None, when: str,
         hint = {"SIGXCPU": f" (the CPU-time limit of {limits.cpu_seconds} s)",
                 "SIGKILL": " (killed: memory, CPU hard limit or a kill)",
                 "SIGSEGV": " (a segmentation fault)",
+                "SIGSYS": " (a forbidden system call: the seccomp filter kills the whole process "
+                          "on a 32-bit or x32 system call)",
                 "SIGXFSZ": f" (the file-size limit of {limits.file_size} bytes)"}.get(
                     signal_name, "")
         return f"the sandboxed process was killed by {signal_name}{hint} {when}"
@@ -80,7 +93,7 @@ class _Runner:
     """Starts (and restarts) the child of one run and releases what each start took."""
 
     def __init__(self, job: Job, model_dir: Path, model_kind: str, limits: SandboxLimits,
-                 mode: str, result: RunResult):
+                 mode: str, result: RunResult, require_cgroups: bool = False):
         self.job = job
         self.model_dir = model_dir
         self.model_kind = model_kind
@@ -90,8 +103,21 @@ class _Runner:
         self.stderr = CappedBuffer(limits.stderr_bytes)
         self.cgroups: Cgroups | None = None
         self.model_bind: Path | None = None
+        self.require_cgroups = require_cgroups
+        self.children: list[Child] = []   # every child started, for the run's CPU total
 
-    def _command(self) -> tuple[list[str], dict[str, str], str]:
+    def cpu_spent(self) -> float:
+        return sum(child.cpu_used for child in self.children)
+
+    def cpu_exceeded(self, error: CpuBudgetExceeded) -> _Fail:
+        used = self.cpu_spent()
+        restarts = f", {len(self.children) - 1} restarts" if len(self.children) > 1 else ""
+        return _Fail("cpu_limit", f"the sandbox's processes used {used:.1f} s of CPU time together, "
+                                  f"over the run's budget of {self.limits.cpu_budget_seconds:g} s "
+                                  f"(every child process and thread counted{restarts}); the run was "
+                                  f"stopped after {self.result.done} of {self.result.total} samples")
+
+    def _command(self, files: CommandFiles) -> tuple[list[str], dict[str, str], str]:
         if self.mode == "none":
             config = {"model_dir": str(self.model_dir), "model_kind": self.model_kind,
                       "code_dir": str(self.job.code), "runtime_dir": str(self.job.runtime),
@@ -101,7 +127,7 @@ class _Runner:
             prlimit = find_tool("prlimit")
             command = (rlimit_command(self.limits, prlimit) if prlimit else []) + inner
             tmp = str(self.job.tmp)
-            return command, child_env(tmp, tmp), tmp
+            return niced(command, self.limits), child_env(tmp, tmp), tmp
         config = {"model_dir": f"{INSIDE}/model", "model_kind": self.model_kind,
                   "code_dir": f"{INSIDE}/code", "runtime_dir": f"{INSIDE}/runtime",
                   "entry": self.job.entry, "seccomp": True}
@@ -114,12 +140,18 @@ class _Runner:
                 logger.info("sandbox: %s is not world-readable; copied it for the sandbox user "
                             "in %.2f s (chmod -R o+rX it to bind it directly)", self.model_dir,
                             time.monotonic() - started)
-        binds = [(str(self.job.code), f"{INSIDE}/code"),
-                 (str(self.job.runtime), f"{INSIDE}/runtime"),
-                 (str(self.model_bind), f"{INSIDE}/model")]
+        # The code and the runtime are copied into read-only tmpfs mounts, not bound: the jail's
+        # mountinfo then shows no job path. The model is bound (it can be gigabytes).
+        binds = [(str(self.model_bind), f"{INSIDE}/model")]
+        copies = [(str(self.job.code), f"{INSIDE}/code"),
+                  (str(self.job.runtime), f"{INSIDE}/runtime")]
         self.cgroups = Cgroups(f"{self.job.name}-{uuid.uuid4().hex[:8]}", self.limits)
-        command = cgroup_wrapper(self.cgroups.procs_files(),
-                                 bwrap_command(binds, self.limits, inner))
+        if self.require_cgroups and self.cgroups.missing():
+            reason = self.cgroups.refusal()
+            self._release_cgroups()
+            raise SandboxUnavailable(reason)
+        command = options_from_fd(bwrap_command(binds, self.limits, inner, copies, files), files)
+        command = niced(cgroup_wrapper(self.cgroups.procs_files(), command), self.limits)
         return command, host_env(), str(self.job.root)
 
     def _release_cgroups(self) -> bool:
@@ -132,16 +164,26 @@ class _Runner:
 
     def start(self, total_deadline: float) -> Child:
         """Launch a child and wait for "ready"; raise _Fail on a submission-level failure."""
-        command, env, cwd = self._command()
-        if not self.result.isolation:
-            self.result.isolation = self._isolation()
-        started = time.monotonic()
+        files = CommandFiles()
         try:
-            child = Child(command, env, cwd, self.limits, self.stderr, self.cgroups,
-                          wraps_signals=self.mode == "bwrap")
-        except OSError as error:
-            self._release_cgroups()
-            raise _Fail("load_error", f"the sandbox could not be started: {error}") from None
+            command, env, cwd = self._command(files)
+            if not self.result.isolation:
+                self.result.isolation = self._isolation()
+            started = time.monotonic()
+            allowance = self.limits.cpu_budget_seconds - self.cpu_spent()
+            if allowance <= 0:  # earlier children used the budget up
+                self._release_cgroups()
+                raise self.cpu_exceeded(CpuBudgetExceeded(self.cpu_spent()))
+            try:
+                child = Child(command, env, cwd, self.limits, self.stderr, self.cgroups,
+                              wraps_signals=self.mode == "bwrap", pass_fds=tuple(files.fds),
+                              cpu_allowance=allowance)
+            except OSError as error:
+                self._release_cgroups()
+                raise _Fail("load_error", f"the sandbox could not be started: {error}") from None
+        finally:
+            files.close()  # bwrap holds its own copies of the descriptors
+        self.children.append(child)
         deadline = min(started + self.limits.startup_seconds, total_deadline)
         phase = "model"
         try:
@@ -196,6 +238,10 @@ class _Runner:
             child.kill()
             self._release_cgroups()
             raise _Fail("protocol_error", str(error)) from None
+        except CpuBudgetExceeded as error:
+            child.kill()
+            self._release_cgroups()
+            raise self.cpu_exceeded(error) from None
         except _Fail:
             child.finish(graceful=False)
             self._release_cgroups()
@@ -212,11 +258,12 @@ class _Runner:
 
     def _isolation(self) -> list[str]:
         if self.mode == "none":
-            return ["rlimits"]
+            return ["rlimits", f"nice {self.limits.nice}"]
         layers = ["bwrap", "pid/net/ipc/uts/cgroup namespaces", "read-only minimal filesystem"]
         layers.append(f"uid {SANDBOX_UID}" if os.geteuid() == 0 else
                       f"user namespace (uid {os.getuid()})")
         layers.append("rlimits")
+        layers.append(f"nice {self.limits.nice}")
         if self.cgroups is not None:
             layers += self.cgroups.isolation()
         return layers
@@ -231,7 +278,8 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                     limits: SandboxLimits | None = None, mode: str | None = "bwrap",
                     progress: Callable[[int, int], None] | None = None,
                     protected: Iterable = (), models_root=None,
-                    code_max_bytes: int = DEFAULT_MAX_BYTES) -> RunResult:
+                    code_max_bytes: int = DEFAULT_MAX_BYTES,
+                    require_cgroups: bool = False) -> RunResult:
     """Run a submitted interpreter on ``samples`` inside the sandbox; see the module docstring.
 
     ``samples``: dicts with ``id``, ``question``, ``context``, ``n_sentences`` and optionally
@@ -245,11 +293,16 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     ``code_max_bytes``: the upload limit the stored code was accepted under (CODE_MAX_BYTES);
     the run applies the upload's check with it before unpacking (``invalid_code`` if it fails).
     Timeouts are capped like deaths (``too_many_timeouts``), and a run in which every sample
-    failed ends ``all_samples_failed``: a run that produced nothing must not rank.
+    failed ends ``all_samples_failed``: a run that produced nothing must not rank. The CPU time
+    of all the sandbox's processes together is capped by ``cpu_budget_seconds`` (``cpu_limit``).
+    ``require_cgroups`` (SANDBOX_REQUIRE_CGROUPS): raise ``SandboxUnavailable`` instead of
+    running with rlimits only when the cgroup limits cannot be applied (fail closed).
     """
     limits = limits or SandboxLimits()
     mode = check_mode(mode)
-    available, reason = sandbox_available(mode)
+    require_cgroups = bool(require_cgroups) and mode == "bwrap"
+    available, reason = (sandbox_available(mode, require_cgroups=True) if require_cgroups
+                         else sandbox_available(mode))
     if not available:
         raise SandboxUnavailable(reason)
     if mode == "none":
@@ -274,7 +327,8 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
         result.total_seconds = time.monotonic() - began
         return result
     result.job = job.name
-    runner = _Runner(job, model_dir, model_kind, limits, mode, result)
+    runner = _Runner(job, model_dir, model_kind, limits, mode, result,
+                     require_cgroups=require_cgroups)
     child: Child | None = None
     graceful = False
     crashes = consecutive_crashes = timeouts = consecutive_timeouts = 0
@@ -331,6 +385,10 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                 raise _Fail("output_flood", f"sample {sample_id}: {error}") from None
             except ProtocolViolation as error:
                 raise _Fail("protocol_error", f"sample {sample_id}: {error}") from None
+            except CpuBudgetExceeded as error:
+                runner.stop(child, graceful=False)
+                child = None
+                raise runner.cpu_exceeded(error) from None
             else:
                 consecutive_crashes = consecutive_timeouts = 0
                 result.sample_seconds[sample_id] = time.monotonic() - sent
@@ -355,6 +413,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
         runner.stop(child, graceful=graceful)
         job.cleanup()
         result.total_seconds = time.monotonic() - began
+        result.cpu_seconds = runner.cpu_spent()
         result.stderr = runner.stderr.text()
     if result.status == "ok":
         fails = len(result.failures)

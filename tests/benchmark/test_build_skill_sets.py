@@ -167,7 +167,8 @@ def test_upgrade_rebuilds_every_variant_and_rescores_skill_entries_of_the_older_
     assert len(sent) == 1
     with django_capture_on_commit_callbacks(execute=False) as rescored:
         build_skill_sets(task.current_test_set().pk)
-    assert statuses(task)["s2"] == "ok" and len(rescored) == 1  # the stale entry went back to the queue
+    # The stale entry went back to the queue (one message), and the task's boards were told (one).
+    assert statuses(task)["s2"] == "ok" and len(rescored) == 2
     assert Submission.objects.get(pk=entry.pk).status == Status.QUEUED
     assert claim_and_score(entry.pk) == Status.SCORED
     assert Submission.objects.get(pk=entry.pk).scorer_version == SkillsScorer.version

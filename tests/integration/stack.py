@@ -105,9 +105,10 @@ class Stack:
         return self
 
     def start_workers(self):
-        """As scripts/run.sh: one worker for scoring (and the reaper), one for background work,
-        one for untrusted code."""
+        """As scripts/run.sh: one worker for scoring, one for the reapers, one for background
+        work, one for untrusted code."""
         self.start_worker("worker", queues="scoring")
+        self.start_worker("reaper", queues="reaper", concurrency=1)
         self.start_worker("background", queues="maintenance,models", concurrency=1)
         return self.start_worker("sandbox", queues="sandbox", concurrency=1)
 

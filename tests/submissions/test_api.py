@@ -1,4 +1,6 @@
-"""REST API: tokens, tasks, inputs, uploads (valid, invalid, quota), detail, leaderboard."""
+"""REST API: tokens, tasks, inputs, uploads (valid, invalid, quota), detail, leaderboard. Errors
+are problem documents (config/errors.py); tests/config/test_api_conventions.py covers the shape
+itself, pagination and the deprecated unversioned paths."""
 
 import pytest
 from rest_framework.test import APIClient
@@ -30,23 +32,33 @@ def client(alice):
 
 def submit(client, slug, content, **fields):
     data = {"file": upload_file(content), "method_name": "My system", **fields}
-    return client.post(f"/api/tasks/{slug}/submissions/", data, format="multipart")
+    return client.post(f"/api/v1/tasks/{slug}/submissions/", data, format="multipart")
+
+
+def problem_of(response, status, problem_type="about:blank"):
+    """The problem document of an error answer, checked for the members every one has."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == status and body["type"] == problem_type and body["title"] and body["detail"]
+    assert "error" not in body  # the old member is only on the deprecated unversioned paths
+    return body
 
 
 def test_token_endpoint_returns_a_working_token(alice):
     api = APIClient()
-    response = api.post("/api/auth/token/", {"username": "alice", "password": "correct-horse-42"}, format="json")
+    response = api.post("/api/v1/auth/token/", {"username": "alice", "password": "correct-horse-42"}, format="json")
     assert response.status_code == 200
     api.credentials(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
-    assert api.get("/api/submissions/").status_code == 200
-    bad = APIClient().post("/api/auth/token/", {"username": "alice", "password": "nope"}, format="json")
+    assert api.get("/api/v1/submissions/").status_code == 200
+    bad = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "nope"}, format="json")
     assert bad.status_code == 400
 
 
 def test_task_list_has_the_documented_fields(task):
-    response = APIClient().get("/api/tasks/")
+    response = APIClient().get("/api/v1/tasks/")
     assert response.status_code == 200
-    [row] = response.json()
+    [row] = response.json()["results"]
     assert row["slug"] == "expmrc-squad"
     assert row["benchmark"] == "expmrc" and row["kind"] == "span" and row["language"] == "en"
     assert [m["key"] for m in row["metrics"]] == ["answer_f1", "evidence_f1", "overall_f1"]
@@ -54,7 +66,7 @@ def test_task_list_has_the_documented_fields(task):
 
 
 def test_inputs_have_questions_but_no_answers_or_evidence(task):
-    response = APIClient().get("/api/tasks/expmrc-squad/inputs/")
+    response = APIClient().get("/api/v1/tasks/expmrc-squad/inputs/")
     assert response.status_code == 200
     body = response.json()
     qas = [qa for article in body["data"] for p in article["paragraphs"] for qa in p["qas"]]
@@ -65,13 +77,13 @@ def test_inputs_have_questions_but_no_answers_or_evidence(task):
 
 def test_multichoice_inputs_keep_options_and_drop_answers():
     make_task("expmrc-race")
-    body = APIClient().get("/api/tasks/expmrc-race/inputs/").json()
+    body = APIClient().get("/api/v1/tasks/expmrc-race/inputs/").json()
     assert all(set(p) == {"id", "article", "questions", "options"} for p in body["data"])
 
 
 def test_upload_requires_authentication(task):
     response = APIClient().post(
-        "/api/tasks/expmrc-squad/submissions/", {"file": upload_file({}), "method_name": "x"}, format="multipart"
+        "/api/v1/tasks/expmrc-squad/submissions/", {"file": upload_file({}), "method_name": "x"}, format="multipart"
     )
     assert response.status_code == 401
     assert Submission.objects.count() == 0
@@ -82,11 +94,12 @@ def test_valid_upload_is_queued_and_scored_by_the_task(client, task, django_capt
     with django_capture_on_commit_callbacks() as callbacks:
         response = submit(client, "expmrc-squad", perfect_predictions(gold), public="true")
     assert response.status_code == 201, response.content
-    assert response.json()["status"] == "queued"
+    assert response.json()["status"] == "queued" and response.json()["method_name"] == "My system"
     assert len(callbacks) == 1  # the scoring message is sent only after commit
     submission_id = response.json()["id"]
+    assert response["Location"] == f"/api/v1/submissions/{submission_id}/"
     score_submission(submission_id)  # what the worker does
-    detail = client.get(f"/api/submissions/{submission_id}/").json()
+    detail = client.get(f"/api/v1/submissions/{submission_id}/").json()
     assert detail["status"] == "scored" and detail["error"] is None
     assert detail["scores"] == {"answer_f1": 100.0, "evidence_f1": 100.0, "overall_f1": 100.0}
     assert set(detail["ci"]) == {"answer_f1", "evidence_f1", "overall_f1"}
@@ -99,7 +112,7 @@ def test_partial_file_scores_missing_questions_as_zero(client, task):
     del predictions["fx-squad-3"]
     response = submit(client, "expmrc-squad", predictions)
     score_submission(response.json()["id"])
-    detail = client.get(f"/api/submissions/{response.json()['id']}/").json()
+    detail = client.get(f"/api/v1/submissions/{response.json()['id']}/").json()
     assert detail["unanswered"] == 1 and detail["total"] == 3
     assert detail["scores"]["overall_f1"] == pytest.approx(200 / 3)
 
@@ -122,36 +135,38 @@ def test_partial_file_scores_missing_questions_as_zero(client, task):
 )
 def test_invalid_files_get_a_400_with_a_precise_message(client, task, content, expected):
     response = submit(client, "expmrc-squad", content)
-    assert response.status_code == 400, response.content
-    body = response.json()
-    assert body["status"] == "rejected" and body["category"] == "invalid_input"
-    assert expected in body["error"]
-    stored = Submission.objects.get(pk=body["id"])
-    assert stored.status == Status.REJECTED and stored.error_message == body["error"]
+    body = problem_of(response, 400, "/api/v1/problems/submission-rejected/")
+    assert body["category"] == "invalid_input"
+    assert expected in body["detail"]
+    stored = Submission.objects.get(pk=body["submission_id"])
+    assert stored.status == Status.REJECTED and stored.error_message == body["detail"]
 
 
 def test_multichoice_lowercase_letter_is_refused_with_allowed_letters(client):
     make_task("expmrc-race")
     response = submit(client, "expmrc-race", {"fx-r-01-0": {"answer": "a", "evidence": "x"}})
-    assert response.status_code == 400
-    assert "fx-r-01-0" in response.json()["error"] and "A" in response.json()["error"]
+    detail = problem_of(response, 400, "/api/v1/problems/submission-rejected/")["detail"]
+    assert "fx-r-01-0" in detail and "A" in detail
 
 
 def test_oversized_file_is_refused_without_parsing(client, task, settings):
     settings.SUBMISSION_MAX_BYTES = 100
     response = submit(client, "expmrc-squad", b'{"fx-squad-1": {"answer": "' + b"x" * 200 + b'", "evidence": ""}}')
-    assert response.status_code == 400
-    assert "limit" in response.json()["error"]
+    assert "limit" in problem_of(response, 400, "/api/v1/problems/submission-rejected/")["detail"]
 
 
 def test_missing_fields_are_field_errors_not_500(client, task):
-    response = client.post("/api/tasks/expmrc-squad/submissions/", {"method_name": "x"}, format="multipart")
-    assert response.status_code == 400 and "file" in response.json()
-    response = client.post("/api/tasks/expmrc-squad/submissions/", {"file": upload_file({})}, format="multipart")
-    assert response.status_code == 400 and "method_name" in response.json()
-    response = client.post("/api/tasks/expmrc-squad/submissions/", "not multipart", content_type="text/plain")
-    assert response.status_code in (400, 415)
-    assert client.post("/api/tasks/no-such-task/submissions/", {}, format="multipart").status_code == 404
+    response = client.post("/api/v1/tasks/expmrc-squad/submissions/", {"method_name": "x"}, format="multipart")
+    body = problem_of(response, 400, "/api/v1/problems/validation-error/")
+    assert body["errors"] == [{"field": "file", "detail": "No file was submitted."}]
+    assert body["detail"] == "file: No file was submitted."
+    response = client.post("/api/v1/tasks/expmrc-squad/submissions/", {"file": upload_file({})}, format="multipart")
+    assert [e["field"] for e in problem_of(response, 400, "/api/v1/problems/validation-error/")["errors"]] == [
+        "method_name"]
+    response = client.post("/api/v1/tasks/expmrc-squad/submissions/", "not multipart", content_type="text/plain")
+    assert "text/plain" in problem_of(response, 415)["detail"]
+    missing = client.post("/api/v1/tasks/no-such-task/submissions/", {}, format="multipart")
+    assert problem_of(missing, 404)["title"] == "Not Found"
 
 
 def test_daily_quota_counts_accepted_files_only(client, task, alice, settings):
@@ -163,11 +178,10 @@ def test_daily_quota_counts_accepted_files_only(client, task, alice, settings):
         status=Status.FAILED, error_category=ErrorCategory.WORKER_LOST,
     )
     assert submit(client, "expmrc-squad", {}).status_code == 201
-    assert client.get("/api/tasks/expmrc-squad/quota/").json()["remaining"] == 0
+    assert client.get("/api/v1/tasks/expmrc-squad/quota/").json()["remaining"] == 0
     third = submit(client, "expmrc-squad", {})
-    assert third.status_code == 429
-    body = third.json()
-    assert "2 submissions per day" in body["error"]
+    body = problem_of(third, 429, "/api/v1/problems/quota-exceeded/")
+    assert "2 submissions per day" in body["detail"]
     assert (body["limit"], body["used"], body["remaining"]) == (2, 2, 0)
     # Retry-After: the seconds until the UTC day ends (at most a day, at least one second)
     assert 1 <= int(third["Retry-After"]) <= 86400
@@ -178,15 +192,15 @@ def test_daily_quota_counts_accepted_files_only(client, task, alice, settings):
 
 def test_quota_endpoint_counts_what_the_quota_counts(client, task, settings):
     settings.SUBMISSIONS_PER_DAY = 3
-    assert client.get("/api/tasks/expmrc-squad/quota/").json() == {
+    assert client.get("/api/v1/tasks/expmrc-squad/quota/").json() == {
         "task": "expmrc-squad", "limit": 3, "used": 0, "remaining": 3,
         "resets_at": intake.utc_day_bounds()[1].strftime("%Y-%m-%dT%H:%M:%SZ")}
     assert submit(client, "expmrc-squad", {}).status_code == 201
     assert submit(client, "expmrc-squad", b"not json").status_code == 400  # rejected: not counted
-    quota = client.get("/api/tasks/expmrc-squad/quota/").json()
+    quota = client.get("/api/v1/tasks/expmrc-squad/quota/").json()
     assert (quota["used"], quota["remaining"]) == (1, 2)
-    assert APIClient().get("/api/tasks/expmrc-squad/quota/").status_code == 401
-    assert client.get("/api/tasks/no-such-task/quota/").status_code == 404
+    assert APIClient().get("/api/v1/tasks/expmrc-squad/quota/").status_code == 401
+    assert client.get("/api/v1/tasks/no-such-task/quota/").status_code == 404
 
 
 def test_quota_is_per_user_and_per_task(client, task, settings):
@@ -202,33 +216,33 @@ def test_quota_is_per_user_and_per_task(client, task, settings):
 def test_submission_detail_visibility(client, task, alice):
     private = submit(client, "expmrc-squad", {}, public="false").json()["id"]
     score_submission(private)
-    assert client.get(f"/api/submissions/{private}/").status_code == 200
-    assert APIClient().get(f"/api/submissions/{private}/").status_code == 404
-    public = submit(client, "expmrc-squad", {}).json()["id"]
-    assert APIClient().get(f"/api/submissions/{public}/").status_code == 404  # not scored yet
+    assert client.get(f"/api/v1/submissions/{private}/").status_code == 200
+    assert APIClient().get(f"/api/v1/submissions/{private}/").status_code == 404
+    public = submit(client, "expmrc-squad", {}, public="true").json()["id"]
+    assert APIClient().get(f"/api/v1/submissions/{public}/").status_code == 404  # not scored yet
     score_submission(public)
-    assert APIClient().get(f"/api/submissions/{public}/").status_code == 200
+    assert APIClient().get(f"/api/v1/submissions/{public}/").status_code == 200
 
 
 def test_list_shows_only_own_submissions(client, task):
     submit(client, "expmrc-squad", {})
     bob = APIClient()
     bob.credentials(HTTP_AUTHORIZATION=f"Token {token_for(make_user('bob'))}")
-    assert bob.get("/api/submissions/").json() == []
-    assert len(client.get("/api/submissions/").json()) == 1
+    assert bob.get("/api/v1/submissions/").json()["results"] == []
+    assert client.get("/api/v1/submissions/").json()["count"] == 1
 
 
 def test_cancel_and_toggle_public(client, task):
     sid = submit(client, "expmrc-squad", {}).json()["id"]
-    response = client.patch(f"/api/submissions/{sid}/", {"public": False}, format="json")
+    response = client.patch(f"/api/v1/submissions/{sid}/", {"public": False}, format="json")
     assert response.status_code == 200 and response.json()["public"] is False
-    assert client.post(f"/api/submissions/{sid}/cancel/").json()["status"] == "cancelled"
-    again = client.post(f"/api/submissions/{sid}/cancel/")
-    assert again.status_code == 409
+    assert client.post(f"/api/v1/submissions/{sid}/cancel/").json()["status"] == "cancelled"
+    again = client.post(f"/api/v1/submissions/{sid}/cancel/")
+    assert "Only queued submissions" in problem_of(again, 409, "/api/v1/problems/conflict/")["detail"]
     assert score_submission(sid) == "skipped"
     bob = APIClient()
     bob.credentials(HTTP_AUTHORIZATION=f"Token {token_for(make_user('bob'))}")
-    assert bob.patch(f"/api/submissions/{sid}/", {"public": True}, format="json").status_code == 404
+    assert bob.patch(f"/api/v1/submissions/{sid}/", {"public": True}, format="json").status_code == 404
 
 
 def test_leaderboard_ranks_by_overall_with_reported_rows(client, task, alice):
@@ -239,12 +253,12 @@ def test_leaderboard_ranks_by_overall_with_reported_rows(client, task, alice):
     ReportedResult.objects.create(task=task, kind="baseline", method="Baseline",
                                   scores={"answer_f1": 80.0, "evidence_f1": 60.0, "overall_f1": 50.0}, source="paper")
     gold = fixture_gold("expmrc-squad")
-    perfect = submit(client, "expmrc-squad", perfect_predictions(gold), method_name="Perfect").json()["id"]
-    empty = submit(client, "expmrc-squad", {}, method_name="Empty").json()["id"]
+    perfect = submit(client, "expmrc-squad", perfect_predictions(gold), method_name="Perfect", public="true").json()["id"]
+    empty = submit(client, "expmrc-squad", {}, method_name="Empty", public="true").json()["id"]
     hidden = submit(client, "expmrc-squad", perfect_predictions(gold), method_name="Hidden", public="false").json()["id"]
     for sid in (perfect, empty, hidden):
         score_submission(sid)
-    rows = APIClient().get("/api/tasks/expmrc-squad/leaderboard/").json()["rows"]
+    rows = APIClient().get("/api/v1/tasks/expmrc-squad/leaderboard/").json()["rows"]
     assert [(r["rank"], r["method"], r["reported"]) for r in rows] == [
         (None, "Human Performance", True),
         (1, "My system" if False else "Perfect", False),
@@ -258,8 +272,9 @@ def test_leaderboard_ranks_by_overall_with_reported_rows(client, task, alice):
 
 
 def test_schema_and_docs_are_served():
-    schema = APIClient().get("/api/schema/")
-    assert schema.status_code == 200 and b"/api/tasks/{slug}/submissions/" in schema.content
-    docs = APIClient().get("/api/docs/")
+    schema = APIClient().get("/api/v1/schema/")
+    assert schema.status_code == 200 and b"/api/v1/tasks/{slug}/submissions/" in schema.content
+    assert b"\n  /api/tasks/" not in schema.content  # the deprecated aliases are not described
+    docs = APIClient().get("/api/v1/docs/")
     assert docs.status_code == 200
     assert b"cdn" not in docs.content.lower()

@@ -8,7 +8,14 @@ from submissions.intake import submit_predictions
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.notifications import notify_run_finished
 from submissions.tasks import score_submission
-from tests.factories import fixture_gold, gold_answers_and_evidence, make_task, make_user, perfect_predictions, upload_file
+from tests.factories import (
+    fixture_gold,
+    gold_answers_and_evidence,
+    make_task,
+    make_user,
+    perfect_predictions,
+    upload_file,
+)
 
 pytestmark = pytest.mark.django_db
 

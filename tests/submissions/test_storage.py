@@ -75,7 +75,7 @@ def test_the_worker_rejecting_a_file_deletes_it_and_keeps_the_row(api, task, set
     path = Path(submission.file.path)
     size = path.stat().st_size
     assert size > 0
-    claimed = rejected_by_the_worker(submission)  # lifecycle.reject_run discards the file itself
+    rejected_by_the_worker(submission)  # lifecycle.reject_run discards the file itself
     assert not path.exists() and stored_files(settings) == []
     row = Submission.objects.get(pk=submission.pk)
     assert row.status == Status.REJECTED and row.file.name == "" and row.error_message
