@@ -313,6 +313,11 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
     """
     text, document = load_json_object(
         raw, max_bytes=max_bytes, expected='{"<question key>": {"answer": ..., "evidence": ...}}')
+    if len(document) > len(spec.keys):
+        # More entries than the test set has questions: some keys are unknown or repeated. Say
+        # so from the keys alone, before validating every entry, so that a hostile file of a
+        # million small entries costs its parsing and no more.
+        _refuse_surplus_keys(text, document, spec)
 
     problems = Problems(text)
     first_index: dict[str, int] = {}
@@ -367,6 +372,23 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
             problems.add(index, "" if problems.full else show(key))
     problems.raise_if_any("keys not in the test set")
     return predictions
+
+
+def _refuse_surplus_keys(text: str, document: Any, spec: KeySpec) -> None:
+    """Raise InvalidPredictions naming the unknown keys (or, when every key is known, the
+    repeated ones) of a file with more entries than the test set has questions."""
+    problems = Problems(text)
+    for index, (key, _) in enumerate(document):
+        if key not in spec.key_set:
+            problems.add(index, "" if problems.full else show(key))
+    problems.raise_if_any("keys not in the test set")
+    first_index: dict[str, int] = {}
+    for index, (key, _) in enumerate(document):
+        if key in first_index:
+            problems.add(index, "" if problems.full else show(key), first_at=first_index[key])
+        else:
+            first_index[key] = index
+    problems.raise_if_any("duplicated keys")
 
 
 # --------------------------------------------------------------------------- scoring

@@ -182,10 +182,9 @@ def token_attributions(method: str, model, question: str, context: str, *, seed:
     import torch  # noqa: PLC0415  (heavy: gradient methods only)
     from captum.attr import IntegratedGradients, NoiseTunnel, Saliency  # noqa: PLC0415
 
-    encoding = model.encode(question, context, offsets=True)
+    encoding, embeddings = model.encode_and_embed(question, context)
     sequence_ids = encoding.sequence_ids(0)
     offsets = encoding["offset_mapping"][0].tolist()
-    embeddings = model.embed(encoding)
     c0 = int(model.context_start(encoding)[0])
     question_part = embeddings[:, :c0]
     context_part = embeddings[:, c0:].clone().requires_grad_(True)
@@ -382,14 +381,22 @@ def interpret_many(names: Sequence[str], model, question: str, context: str,
                    sentences: Sequence[str], *, seed: int = 0) -> dict[str, list[float]]:
     """``{name: interpret(name, ...)}`` with one explanation per family: the ``sum`` and ``max``
     rows of LIME, SHAP and the gradient methods share their model calls (same numbers as
-    calling ``interpret`` per name, at about half the cost)."""
+    calling ``interpret`` per name, at about half the cost). A ``HostedModel`` also shares
+    forward passes between families (``shared_forward_passes``): the unperturbed and emptied
+    contexts and any perturbed text two methods both ask for are run once, and the gradient
+    methods share one encoding and embedding of the sample."""
     sentences = list(sentences)
     explained: dict[str, Callable] = {}
     result = {}
+    sharing = getattr(model, "shared_forward_passes", None)
+    with sharing() if sharing is not None else contextlib.nullcontext():
+        for name in names:
+            family = _ROWS[canonical_name(name)][0]
+            if family not in explained:
+                explained[family] = EXPLANATIONS[family](model, question, context, sentences,
+                                                         seed=seed)
     for name in names:
         family, how = _ROWS[canonical_name(name)]
-        if family not in explained:
-            explained[family] = EXPLANATIONS[family](model, question, context, sentences, seed=seed)
         scores = [float(value) for value in explained[family](how)]
         if len(scores) != len(sentences):
             raise AssertionError(f"{name}: {len(scores)} scores for {len(sentences)} sentences")

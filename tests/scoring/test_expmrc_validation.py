@@ -185,7 +185,8 @@ def test_unpaired_surrogate_escape_is_rejected():
 
 
 def test_entry_problems_name_at_most_five_and_count_the_rest():
-    message = rejected(encode({f"en-{i}": i for i in range(8)}))
+    keys = [f"en-{i}" for i in range(8)]
+    message = rejected(encode({key: i for i, key in enumerate(keys)}), KeySpec(SPAN, tuple(keys), ""))
     assert message.count("entry is a number") == 5 and message.endswith("and 3 more")
     assert '"en-0"' in message and '"en-5"' not in message
 

@@ -199,3 +199,129 @@ def test_default_batch_sizes_follow_the_kind(model_dirs):
     assert load_hosted_model(model_dirs["qa"], "qa").batch_size == 2
     assert load_hosted_model(model_dirs["classification"], "classification").batch_size == 8
     assert load_hosted_model(model_dirs["qa"], "qa", batch_size=5).batch_size == 5
+
+
+# ------------------------------------------------------------------ the fast path vs the plain one
+
+def plain_classifier_p_answer(model, questions, contexts):
+    """What a researcher writes: one tokenizer call padded to the longest text, one forward."""
+    encoding = model.tokenizer(questions, contexts, padding=True, truncation=True,
+                               max_length=model.max_length, return_tensors="pt")
+    with torch.no_grad():
+        logits = model.network(**encoding).logits
+    return torch.softmax(logits.float(), dim=-1)[:, 1].double().numpy()
+
+
+def test_classifier_fast_path_equals_one_plain_padded_call(classifier):
+    """Sorted by token length, padded per batch, duplicates run once: the same probabilities as
+    one call padded to the longest text (tolerance: float rounding)."""
+    contexts = CONTEXTS + [CONTEXTS[1], "the river was high . " * 200, "Paris.", CONTEXTS[0]]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(len(contexts))]
+    fast = classifier.predict_proba(questions, contexts)
+    plain = plain_classifier_p_answer(classifier, questions, contexts)
+    np.testing.assert_allclose(fast[:, 1], plain, atol=1e-6)
+    np.testing.assert_allclose(fast[:, 0], 1.0 - plain, atol=1e-6)
+    assert fast[:, 1].std() > 1e-3
+
+
+def test_classifier_batches_hold_similar_lengths_and_duplicates_run_once(classifier, monkeypatch):
+    seen = []
+    original = classifier.network.forward
+
+    def recording(**inputs):
+        seen.append(inputs["attention_mask"].sum(dim=1).tolist())
+        return original(**inputs)
+
+    monkeypatch.setattr(classifier.network, "forward", recording)
+    contexts = [CONTEXTS[4], CONTEXTS[0], CONTEXTS[4], CONTEXTS[1], CONTEXTS[0], CONTEXTS[2]]
+    classifier.predict_proba(QUESTIONS[0], contexts)
+    lengths = [n for batch in seen for n in batch]
+    assert len(lengths) == 4  # four distinct contexts
+    assert lengths == sorted(lengths)  # in order of token length, two per batch (batch_size 2)
+    assert all(len(batch) <= classifier.batch_size for batch in seen)
+    # each batch is padded to its own longest row only
+    assert max(seen[0]) < max(seen[-1])
+
+
+def test_qa_path_keeps_the_callers_order_and_batches(qa_model):
+    """A QA model's numbers depend on the batch (unmasked padding): the same as encoding the
+    caller's order batch by batch, as the official code does."""
+    questions, contexts = QUESTIONS * 2, CONTEXTS[::-1] * 2
+    expected = []
+    for start in range(0, len(questions), qa_model.batch_size):
+        encoding = qa_model.tokenizer(questions[start:start + 2], contexts[start:start + 2],
+                                      padding=True, truncation=True, return_tensors="pt")
+        with torch.no_grad():
+            out = qa_model.network(**encoding)
+        c0 = qa_model.context_start(encoding)
+        expected.extend(qa_answer_probability(out.start_logits, out.end_logits, c0).tolist())
+    np.testing.assert_allclose(qa_model.predict_proba(questions, contexts)[:, 1], expected,
+                               atol=1e-6)
+
+
+def test_shared_forward_passes_run_each_pair_once(model_dirs):
+    model = load_hosted_model(model_dirs["classification"], "classification", batch_size=3)
+    forwarded = []
+    original = model._classifier_forward
+    model._classifier_forward = lambda pairs: (forwarded.extend(pairs), original(pairs))[1]
+    alone = model.predict_proba(QUESTIONS[0], CONTEXTS)
+    with model.shared_forward_passes():
+        first = model.predict_proba(QUESTIONS[0], CONTEXTS[:3])
+        with model.shared_forward_passes():  # a nested block joins the outer one
+            second = model.predict_proba(QUESTIONS[0], CONTEXTS[::-1])
+        encoded = model.encode_and_embed(QUESTIONS[0], CONTEXTS[0])
+        assert model.encode_and_embed(QUESTIONS[0], CONTEXTS[0]) is encoded
+    assert [c for _, c in forwarded] == CONTEXTS + CONTEXTS[:3] + CONTEXTS[3:][::-1]
+    np.testing.assert_allclose(first, alone[:3], atol=1e-6)
+    np.testing.assert_allclose(second, alone[::-1], atol=1e-6)
+    # after the block nothing is kept
+    model.predict_proba(QUESTIONS[0], CONTEXTS[:1])
+    assert len(forwarded) == len(CONTEXTS) * 2 + 1
+    assert model.encode_and_embed(QUESTIONS[0], CONTEXTS[0]) is not encoded
+
+
+def test_embed_stops_after_the_embeddings_module(classifier):
+    encoding = classifier.encode(QUESTIONS[1], CONTEXTS[1])
+    layers_run = []
+    handle = classifier.network.bert.encoder.layer[0].register_forward_hook(
+        lambda *_: layers_run.append(1))
+    try:
+        embeddings = classifier.embed(encoding)
+    finally:
+        handle.remove()
+    assert layers_run == []
+    with torch.no_grad():
+        full = classifier.network(**classifier.network_inputs(encoding), output_hidden_states=True)
+    torch.testing.assert_close(embeddings, full.hidden_states[0])
+
+
+# ------------------------------------------------------------------ device choice
+
+def test_choose_device_defaults_to_the_cpu(monkeypatch):
+    from scoring.models.hosted_model import DEVICE_SETTING, choose_device
+
+    monkeypatch.delenv(DEVICE_SETTING, raising=False)
+    assert choose_device(cuda_available=True) == torch.device("cpu")
+    assert choose_device("auto", cuda_available=True) == torch.device("cuda")
+    assert choose_device("auto", cuda_available=False) == torch.device("cpu")
+    assert choose_device(" CUDA:1 ", cuda_available=True) == torch.device("cuda:1")
+    monkeypatch.setenv(DEVICE_SETTING, "auto")
+    assert choose_device(cuda_available=True) == torch.device("cuda")
+    assert choose_device(cuda_available=False) == torch.device("cpu")
+    assert choose_device("cpu", cuda_available=True) == torch.device("cpu")  # explicit wins
+    monkeypatch.setenv(DEVICE_SETTING, "")
+    assert choose_device(cuda_available=True) == torch.device("cpu")
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        choose_device("cuda", cuda_available=False)
+    with pytest.raises(ValueError, match="cpu, cuda, cuda:N or auto"):
+        choose_device("tpu", cuda_available=True)
+
+
+def test_loading_follows_the_device_setting(model_dirs, monkeypatch):
+    from scoring.models.hosted_model import DEVICE_SETTING
+
+    monkeypatch.setenv(DEVICE_SETTING, "auto")
+    model = load_hosted_model(model_dirs["classification"], "classification")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert model.device.type == expected
+    assert next(model.network.parameters()).device.type == expected

@@ -74,3 +74,16 @@ def test_prediction_strings_longer_than_any_passage_are_refused_at_parse():
     long = json.dumps({"q2": {"answer": "a", "evidence": "e" * (expmrc.MAX_PREDICTION_CHARS + 1)}}).encode()
     with pytest.raises(expmrc.InvalidPredictions, match="10,001 characters"):
         expmrc.parse_predictions(long, spec)
+
+
+def test_a_file_with_more_entries_than_questions_is_refused_from_its_keys_alone():
+    """A million unknown keys must cost their parsing, not a validation of every entry: the
+    surplus is named before any entry is looked at (here every entry is also malformed)."""
+    spec = expmrc.KeySpec.from_dict({"kind": "span", "keys": ["q1", "q2"], "option_letters": ""})
+    surplus = json.dumps({f"junk-{i}": {"answer": 1} for i in range(5000)}).encode()
+    with pytest.raises(expmrc.InvalidPredictions, match="keys not in the test set") as refused:
+        expmrc.parse_predictions(surplus, spec)
+    assert "and 4995 more" in str(refused.value) and "invalid entries" not in str(refused.value)
+    repeated = b'{"q1": {"answer": "a", "evidence": "b"}, "q2": {"answer": 1}, "q1": {"answer": 2}}'
+    with pytest.raises(expmrc.InvalidPredictions, match="duplicated keys"):
+        expmrc.parse_predictions(repeated, spec)
