@@ -375,13 +375,10 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
 
 
 def _refuse_surplus_keys(text: str, document: Any, spec: KeySpec) -> None:
-    """Raise InvalidPredictions naming the unknown keys (or, when every key is known, the
-    repeated ones) of a file with more entries than the test set has questions."""
+    """Raise InvalidPredictions naming the repeated keys (or, when no key repeats, the unknown
+    ones) of a file with more entries than the test set has questions. Repeated keys come first
+    as in the full validation; malformed entries are not looked at, the unknown keys suffice."""
     problems = Problems(text)
-    for index, (key, _) in enumerate(document):
-        if key not in spec.key_set:
-            problems.add(index, "" if problems.full else show(key))
-    problems.raise_if_any("keys not in the test set")
     first_index: dict[str, int] = {}
     for index, (key, _) in enumerate(document):
         if key in first_index:
@@ -389,6 +386,10 @@ def _refuse_surplus_keys(text: str, document: Any, spec: KeySpec) -> None:
         else:
             first_index[key] = index
     problems.raise_if_any("duplicated keys")
+    for index, (key, _) in enumerate(document):
+        if key not in spec.key_set:
+            problems.add(index, "" if problems.full else show(key))
+    problems.raise_if_any("keys not in the test set")
 
 
 # --------------------------------------------------------------------------- scoring
