@@ -12,7 +12,7 @@ import re
 import string
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from nltk.tokenize import word_tokenize
 
@@ -313,11 +313,6 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
     """
     text, document = load_json_object(
         raw, max_bytes=max_bytes, expected='{"<question key>": {"answer": ..., "evidence": ...}}')
-    if len(document) > len(spec.keys):
-        # More entries than the test set has questions: some keys are unknown or repeated. Say
-        # so from the keys alone, before validating every entry, so that a hostile file of a
-        # million small entries costs its parsing and no more.
-        _refuse_surplus_keys(text, document, spec)
 
     problems = Problems(text)
     first_index: dict[str, int] = {}
@@ -332,6 +327,11 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
                 if counts[name] > 1:
                     problems.add(index, f'{show(key)}: field "{name}" appears more than once')
     problems.raise_if_any("duplicated keys")
+    if len(document) > len(spec.keys):
+        # More distinct keys than the test set has questions: some are unknown. Say so before
+        # validating every entry, so that a hostile file of a million small entries costs its
+        # parsing and no more.
+        _refuse_unknown_keys(text, (key for key, _ in document), spec)
 
     predictions: dict[str, dict] = {}
     problems = Problems(text)
@@ -366,27 +366,14 @@ def parse_predictions(raw: bytes, spec: KeySpec, *, max_bytes: int = DEFAULT_MAX
                 problems.add(index, f'{show(key)}: "answer" is {show(answer, 12)}')
         problems.raise_if_any(f'multi-choice "answer" must be one uppercase option letter ({", ".join(allowed)})')
 
-    problems = Problems(text)
-    for index, key in enumerate(predictions):
-        if key not in spec.key_set:
-            problems.add(index, "" if problems.full else show(key))
-    problems.raise_if_any("keys not in the test set")
+    _refuse_unknown_keys(text, predictions, spec)
     return predictions
 
 
-def _refuse_surplus_keys(text: str, document: Any, spec: KeySpec) -> None:
-    """Raise InvalidPredictions naming the repeated keys (or, when no key repeats, the unknown
-    ones) of a file with more entries than the test set has questions. Repeated keys come first
-    as in the full validation; malformed entries are not looked at, the unknown keys suffice."""
+def _refuse_unknown_keys(text: str, keys: Iterable[str], spec: KeySpec) -> None:
+    """Raise InvalidPredictions naming the keys (in file order) that are not in the test set."""
     problems = Problems(text)
-    first_index: dict[str, int] = {}
-    for index, (key, _) in enumerate(document):
-        if key in first_index:
-            problems.add(index, "" if problems.full else show(key), first_at=first_index[key])
-        else:
-            first_index[key] = index
-    problems.raise_if_any("duplicated keys")
-    for index, (key, _) in enumerate(document):
+    for index, key in enumerate(keys):
         if key not in spec.key_set:
             problems.add(index, "" if problems.full else show(key))
     problems.raise_if_any("keys not in the test set")
