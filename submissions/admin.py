@@ -1,4 +1,3 @@
-from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -36,11 +35,11 @@ class NameChangeInline(admin.TabularInline):
         return False
 
 
-def on_boards(queryset: QuerySet[Submission], change: Callable[[QuerySet[Submission]], int]) -> int:
-    """Apply a bulk ``change`` (an UPDATE sends no save signal) and tell the boards of the tasks
-    it touched, so their stored rows are recomputed."""
-    task_ids = list(queryset.values_list("task_id", flat=True).distinct())
-    changed = change(queryset)
+def update_on_boards(rows: QuerySet[Submission], **fields: Any) -> int:
+    """``rows.update(**fields)``, and tell the boards of the tasks it touched (an UPDATE sends no
+    save signal), so their stored rows are recomputed. Returns how many rows changed."""
+    task_ids = list(rows.values_list("task_id", flat=True).distinct())
+    changed = rows.update(**fields)
     if changed:
         boards_changed(task_ids)
     return changed
@@ -109,26 +108,25 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark verified (a mark on the board)")
     def verify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = on_boards(queryset.filter(verified_at__isnull=True),
-                            lambda rows: rows.update(verified_at=timezone.now()))
+        changed = update_on_boards(queryset.filter(verified_at__isnull=True), verified_at=timezone.now())
         self.message_user(request, f"{changed} submission(s) marked verified.")
 
     @admin.action(description="Remove the verified mark")
     def unverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = on_boards(queryset.filter(verified_at__isnull=False), lambda rows: rows.update(verified_at=None))
+        changed = update_on_boards(queryset.filter(verified_at__isnull=False), verified_at=None)
         self.message_user(request, f"{changed} submission(s) no longer marked verified.")
 
     @admin.action(description="Unflag (back on the board); flag an entry by giving a reason on its page")
     def unflag(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = on_boards(queryset.exclude(flag_reason=""), lambda rows: rows.update(flag_reason="", flagged_at=None))
+        changed = update_on_boards(queryset.exclude(flag_reason=""), flag_reason="", flagged_at=None)
         self.message_user(request, f"{changed} submission(s) unflagged.")
 
     @admin.action(description="Hide from the public leaderboard")
     def hide(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = on_boards(queryset.filter(public=True), lambda rows: rows.update(public=False))
+        changed = update_on_boards(queryset.filter(public=True), public=False)
         self.message_user(request, f"{changed} submission(s) hidden from the public leaderboard.")
 
     @admin.action(description="Show on the public leaderboard")
     def show(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        changed = on_boards(queryset.filter(public=False), lambda rows: rows.update(public=True))
+        changed = update_on_boards(queryset.filter(public=False), public=True)
         self.message_user(request, f"{changed} submission(s) shown on the public leaderboard (once scored).")

@@ -114,25 +114,25 @@ def purge_rejected_files(older_than: timedelta = DEFAULT_GRACE) -> PurgeReport:
     # the cutoff that no row names belongs to a request that died.
     referenced = set(Submission.objects.exclude(file="").values_list("file", flat=True).iterator())
     for path, size in _regular_files_older_than(media_root / UPLOAD_FOLDER, cutoff):
-        if path.relative_to(media_root).as_posix() in referenced:
-            continue
-        try:
-            path.unlink()
-        except OSError as error:
-            log.warning("could not delete orphaned upload %s: %s", path, error)
-            continue
-        report.orphaned_files += 1
-        report.bytes_freed += size
+        if path.relative_to(media_root).as_posix() not in referenced and _delete(path, "orphaned upload"):
+            report.orphaned_files += 1
+            report.bytes_freed += size
 
     temp_dir = getattr(settings, "FILE_UPLOAD_TEMP_DIR", None)
     if temp_dir:  # never the system's temporary folder: Django falls back to it when unset
         for path, size in _regular_files_older_than(Path(temp_dir), cutoff, pattern=TEMPORARY_UPLOAD_PATTERN,
                                                     recursive=False):
-            try:
-                path.unlink()
-            except OSError as error:
-                log.warning("could not delete temporary upload %s: %s", path, error)
-                continue
-            report.temporary_files += 1
-            report.bytes_freed += size
+            if _delete(path, "temporary upload"):
+                report.temporary_files += 1
+                report.bytes_freed += size
     return report
+
+
+def _delete(path: Path, what: str) -> bool:
+    """Delete one file; a failure is logged (the next purge tries again), never raised."""
+    try:
+        path.unlink()
+    except OSError as error:
+        log.warning("could not delete %s %s: %s", what, path, error)
+        return False
+    return True
