@@ -6,7 +6,9 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from accounts.models import Profile
 from benchmark.importers import import_expmrc
@@ -32,6 +34,20 @@ def make_user(username="alice", password="correct-horse-42", team="", default_pu
 
 def token_for(user):
     return Token.objects.get_or_create(user=user)[0].key
+
+
+def logged_in(user):
+    """A web client with ``user``'s session."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def api_for(user):
+    """An API client with ``user``'s token."""
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+    return api
 
 
 def make_task(slug="expmrc-squad", version="v1", path=None):

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import Profile
 from submissions.models import Submission
-from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
+from tests.factories import fixture_gold, logged_in, make_task, make_user, perfect_predictions, token_for, upload_file
 
 pytestmark = pytest.mark.django_db
 
@@ -19,12 +19,6 @@ SETTINGS_URL = "/accounts/settings/"
 @pytest.fixture
 def alice():
     return make_user("alice", team="Lighthouse Lab", default_public=False)  # as a new account
-
-
-def logged_in(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def text(response):

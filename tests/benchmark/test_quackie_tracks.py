@@ -17,7 +17,7 @@ from benchmark.models import Task, Track
 from benchmark.models import TestSet as StoredTestSet
 from submissions.models import Submission
 from submissions.tasks import score_submission
-from tests.factories import make_track, make_user, token_for, upload_file
+from tests.factories import api_for, make_track, make_user, upload_file
 from tests.tiny_models import build_tiny_classifier
 
 pytestmark = pytest.mark.django_db
@@ -40,12 +40,6 @@ def track(tmp_path):
     track.refresh_from_db()
     assert track.status == Track.DONE and track.n_included == included
     return track
-
-
-def api_for(user):
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
-    return api
 
 
 def test_inputs_are_the_included_samples_without_ground_truth(track):

@@ -19,6 +19,17 @@ PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 
 
+def wait_until(check, what, timeout=240):
+    """``check()``'s first truthy value, polled every 0.25 s; AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -4,7 +4,6 @@ embedded stack, while an anonymous visitor loads a task board: each upload is re
 400 naming the limit (never a 500, never a killed worker), nothing is stored, no quota is
 used, and the board answers within 2 s throughout. Before the limits, one of these uploads
 held a web worker for 31 s of parsing and another inflated 950 MB in it."""
-import io
 import struct
 import threading
 import time
@@ -14,6 +13,7 @@ import zlib
 import pytest
 
 from expbench_client.client import Client
+from tests.scoring.test_upload_check_limits import GOOD, MB, zip_of
 
 from .stack import REPO
 
@@ -22,17 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.needs_bwrap]
 QUACKIE_FIXTURE = REPO / "tests" / "fixtures" / "quackie" / "squad_v2_small.json"
 BOARD = "/tasks/expmrc-squad/"
 BOARD_SECONDS = 2.0
-GOOD = b"def interpret(model, question, context):\n    return []\n"
-MB = 1_000_000
 HONEST = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
-
-
-def zip_of(files, compression=zipfile.ZIP_DEFLATED):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def lying_zip():

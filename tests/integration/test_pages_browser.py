@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from expbench_client.client import Client
 
 from .conftest import sample_and_expected
-from .stack import REPO
+from .stack import REPO, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -30,16 +29,6 @@ PASSWORD = "pages-browser-pw-41"
 SCREENSHOTS = Path(os.environ.get("EXPBENCH_SCREENSHOTS") or tempfile.mkdtemp(prefix="expbench-pages-"))
 FULL_PAGE_SHOTS = bool(os.environ.get("EXPBENCH_SCREENSHOTS"))  # whole pages only when asked: they take time
 WIDTHS = {"desktop": 1280, "phone": 390}
-
-
-def wait_until(check, what, timeout=180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def populate(stack):

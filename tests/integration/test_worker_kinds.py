@@ -5,7 +5,6 @@ pure scorers on the same data, so the worker's numbers are checked, not just its
 import io
 import json
 import os
-import time
 import zipfile
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from scoring.analysis import skills
 from scoring.metrics import expmrc
 
 from .conftest import FIXTURE_EXPMRC, SHARED_EXPMRC, assert_official, sample_and_expected
-from .stack import REPO
+from .stack import REPO, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -28,16 +27,6 @@ def squad_gold():
     if not path.exists():
         path = FIXTURE_EXPMRC / "expmrc-squad-dev.json"
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def wait_until(check, what, timeout=240):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_skill_submission_scored_by_a_real_worker(embedded_stack):

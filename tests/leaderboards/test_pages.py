@@ -15,7 +15,7 @@ from benchmark.models import ReportedResult
 from submissions import intake
 from submissions.models import Status, Submission
 from submissions.tasks import compute_diagnostics, score_submission
-from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
+from tests.factories import fixture_gold, logged_in, make_task, make_user, perfect_predictions, upload_file
 
 pytestmark = pytest.mark.django_db
 
@@ -43,12 +43,6 @@ def table_rows(page, table_id):
 
 def page_text(response):
     return html.unescape(response.content.decode())
-
-
-def logged_in(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def submit(user, task, predictions, method_name="My system", public=True):

@@ -13,7 +13,15 @@ from benchmark.models import Task
 from submissions.intake import submit_predictions
 from submissions.models import NameChange, Status, Submission
 from submissions.tasks import score_submission
-from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
+from tests.factories import (
+    api_for,
+    fixture_gold,
+    logged_in,
+    make_task,
+    make_user,
+    perfect_predictions,
+    upload_file,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -37,18 +45,6 @@ def entry(user, slug="expmrc-squad", method="Lantern QA", public=True, score=Tru
     if score:
         assert score_submission(sub.pk) == Status.SCORED
     return Submission.objects.get(pk=sub.pk)
-
-
-def logged_in(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def api_for(user):
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
-    return api
 
 
 def text(response):
