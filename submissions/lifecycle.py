@@ -197,12 +197,22 @@ def _abandon_rescore(submission: Submission, message: str) -> bool:
     """A re-score that failed loses nothing: the entry goes back to its previous score (running ->
     scored, on its previous test set) and the failed attempt joins its history with the reason.
     Its quota is untouched either way: a re-score is the maintainers' doing."""
-    target = submission.scoring_test_set
-    with transaction.atomic():
-        finished = _finish(submission, Status.SCORED, rescore_test_set=None, finished_at=submission.finished_at)
-        if finished:
-            record_failed_rescore(submission.pk, target, message)
+    finished = abandon_rescore(submission, submission.attempts, submission.scoring_test_set, message)
+    if not finished:
+        log.warning("submission %s attempt %s lost its lease; result discarded", submission.pk, submission.attempts)
     return finished
+
+
+def abandon_rescore(submission: Submission | int, attempt: int, target: TestSet, message: str) -> bool:
+    """running -> scored for ``attempt`` of a re-score, keeping the previous score, date and test
+    set; the failed attempt on ``target`` joins the history. Used by a failed run and by the
+    reaper's give-up alike."""
+    with transaction.atomic():
+        back = transition(submission, Status.SCORED, expect={Status.RUNNING}, where=Q(attempts=attempt),
+                          lease_expires_at=None, rescore_test_set=None)
+        if back:
+            record_failed_rescore(submission if isinstance(submission, int) else submission.pk, target, message)
+    return back
 
 
 def record_failed_rescore(submission_id: int, target: Any, message: str) -> None:
@@ -233,16 +243,11 @@ class ScoringState(JobState):
                           queued_at=now, lease_expires_at=None)
 
     def give_up(self, job: Stale, now: datetime, note: str) -> bool:
-        # A re-score whose workers kept dying goes back to the score it had (see _abandon_rescore).
+        # A re-score whose workers kept dying goes back to the score it had, as a failed one does.
         target_id = Submission.objects.filter(pk=job.pk).values_list("rescore_test_set", flat=True).first()
         if target_id is not None:
-            with transaction.atomic():
-                if not transition(job.pk, Status.SCORED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
-                                  lease_expires_at=None, rescore_test_set=None):
-                    return False
-                record_failed_rescore(job.pk, TestSet.objects.defer("gold", "public_inputs").get(pk=target_id),
-                                      note)
-            return True
+            return abandon_rescore(job.pk, job.attempts, TestSet.objects.defer("gold", "public_inputs")
+                                   .get(pk=target_id), note)
         gave_up = transition(job.pk, Status.FAILED, expect={Status.RUNNING}, where=Q(attempts=job.attempts),
                              finished_at=now, lease_expires_at=None,
                              error_category=ErrorCategory.WORKER_LOST, error_message=note)

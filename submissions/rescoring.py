@@ -202,13 +202,10 @@ def report(plan_: Plan, results: list[Outcome], before_ranks: dict[int, int | No
     """The text the command ends with: counts, the largest score changes, the rank changes."""
     counts = {key: sum(1 for o in results if o.status == key) for key in ("changed", "unchanged", "failed", "pending")}
     after_ranks: dict[int, int | None] = {}
-    by_task: dict[str, Task] = {}
-    for outcome in results:
-        if outcome.status in ("changed", "unchanged"):
-            slug = outcome.target.task_slug
-            task = by_task.setdefault(slug, Task.objects.get(slug=slug))
-            test_set = task.current_test_set()
-            after_ranks.update(ranks(task, test_set.pk) if test_set else {})
+    rescored_slugs = {o.target.task_slug for o in results if o.status in ("changed", "unchanged")}
+    for task in Task.objects.filter(slug__in=rescored_slugs):  # one board per task
+        test_set = task.current_test_set()
+        after_ranks.update(ranks(task, test_set.pk) if test_set else {})
     lines = [
         f"re-scored: {counts['changed'] + counts['unchanged']} "
         f"(score changed: {counts['changed']}, unchanged: {counts['unchanged']}); "
@@ -242,10 +239,9 @@ def ranks_before(plan_: Plan) -> dict[int, int | None]:
     """Each target's rank on the board it is on now (its current test set)."""
     result: dict[int, int | None] = {}
     by_board: dict[tuple[int, int], list[int]] = {}
-    for target in plan_.targets:
-        row = Submission.objects.filter(pk=target.submission_id).values("task_id", "test_set_id").first()
-        if row:
-            by_board.setdefault((row["task_id"], row["test_set_id"]), []).append(target.submission_id)
+    boards = Submission.objects.filter(pk__in=[t.submission_id for t in plan_.targets])
+    for pk, task_id, test_set_id in boards.values_list("pk", "task_id", "test_set_id"):
+        by_board.setdefault((task_id, test_set_id), []).append(pk)
     for (task_id, test_set_id), ids in by_board.items():
         board = ranks(Task.objects.get(pk=task_id), test_set_id)
         result.update({pk: board.get(pk) for pk in ids})
