@@ -85,9 +85,11 @@ def build_parser(prog: str = "expbench") -> Parser:
     reading = [common_options(json_output=True)]
     writing = [common_options(json_output=False)]
 
-    def command(name: str, summary: str, *, reads: bool = True, aliases: tuple[str, ...] = ()) -> Any:
+    def command(name: str, summary: str, *, reads: bool = True, aliases: tuple[str, ...] = (),
+                epilog: str = "") -> Any:
         return sub.add_parser(name, help=summary, description=summary, aliases=list(aliases),
-                              parents=reading if reads else writing, epilog=f"{CONFIG_HELP}\n\n{EXIT_CODES_HELP}",
+                              parents=reading if reads else writing,
+                              epilog="\n\n".join(filter(None, (epilog, CONFIG_HELP, EXIT_CODES_HELP))),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     login = command("login", "get a token (or check the one given with --token) and save it in the config file",
@@ -104,7 +106,11 @@ def build_parser(prog: str = "expbench") -> Parser:
     inputs.add_argument("task")
     inputs.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
 
-    submit = command("submit", "upload a prediction file (or interpreter code)")
+    submit = command("submit", "upload a prediction file (or interpreter code)",
+                     epilog="visibility: without --public or --private the entry follows your account's\n"
+                            "setting (Settings on the website: \"Show new entries on the public\n"
+                            "leaderboard\"), which is off for new accounts: the entry stays private.\n"
+                            "Change it later with the publish / unpublish commands.")
     submit.add_argument("task", help="task slug (see the tasks command)")
     submit.add_argument("file", type=Path, help="the file to upload")
     submit.add_argument("--method", required=True, help="system name shown on the leaderboard")
@@ -113,7 +119,13 @@ def build_parser(prog: str = "expbench") -> Parser:
                              "code: an interpreter .py/.zip for QUACKIE tracks (the default for .py and .zip files)")
     submit.add_argument("--description", default="")
     submit.add_argument("--link", default="", help="paper or code URL")
-    submit.add_argument("--private", action="store_true", help="do not show on the public leaderboard")
+    # Neither flag: the field is not sent and the server applies the account's setting ("Show new
+    # entries on the public leaderboard", off for new accounts), as the web upload form does.
+    visibility = submit.add_mutually_exclusive_group()
+    visibility.add_argument("--public", dest="public", action="store_const", const=True, default=None,
+                            help="show on the public leaderboard once scored")
+    visibility.add_argument("--private", dest="public", action="store_const", const=False,
+                            help="keep it off the public leaderboard")
     add_wait(submit, "wait until scored, showing progress")
 
     listing = command("list", "list your submissions")

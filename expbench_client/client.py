@@ -296,20 +296,18 @@ class Client:
         return self.request("POST", "/api/auth/token/", json_body={"username": username, "password": password})
 
     def submit(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
-               description: str = "", url: str = "", public: bool = True, kind: str = "predictions") -> tuple[int, Any]:
-        """kind: predictions, skills (span tasks) or code (QUACKIE tracks)."""
+               description: str = "", url: str = "", public: bool | None = None,
+               kind: str = "predictions") -> tuple[int, Any]:
+        """kind: predictions, skills (span tasks) or code (QUACKIE tracks). public: None leaves it to
+        the account's setting on the server (private for new accounts)."""
         response = self.submit_response(task, content, method_name=method_name, filename=filename,
                                         description=description, url=url, public=public, kind=kind)
         return response.status, response.body
 
     def submit_response(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
-                        description: str = "", url: str = "", public: bool = True,
+                        description: str = "", url: str = "", public: bool | None = None,
                         kind: str = "predictions") -> Response:
-        fields = {"method_name": method_name, "public": "true" if public else "false", "kind": kind}
-        if description:
-            fields["description"] = description
-        if url:
-            fields["url"] = url
+        fields = upload_fields(method_name=method_name, description=description, url=url, public=public, kind=kind)
         return self.call("POST", f"/api/tasks/{quote(task)}/submissions/", fields=fields,
                          files={"file": (filename, content)}, timeout=max(self.timeout, UPLOAD_TIMEOUT))
 
@@ -318,6 +316,20 @@ class Client:
 
     def leaderboard(self, task: str) -> tuple[int, Any]:
         return self.request("GET", f"/api/tasks/{quote(task)}/leaderboard/")
+
+
+def upload_fields(*, method_name: str, description: str = "", url: str = "", public: bool | None = None,
+                  kind: str = "predictions") -> dict[str, str]:
+    """The form fields of an upload besides the file. ``public`` is sent only when the user chose:
+    absent, the server applies the account's default visibility (private for new accounts)."""
+    fields = {"method_name": method_name, "kind": kind}
+    if public is not None:
+        fields["public"] = "true" if public else "false"
+    if description:
+        fields["description"] = description
+    if url:
+        fields["url"] = url
+    return fields
 
 
 def quote(segment: str) -> str:

@@ -139,7 +139,7 @@ def cmd_submit(ctx: Context, args: argparse.Namespace) -> int:
     kind = args.kind or ("code" if args.file.suffix.lower() in CODE_SUFFIXES else "predictions")
     try:
         response = ctx.client.submit_response(args.task, content, method_name=args.method, filename=args.file.name,
-                                              description=args.description, url=args.link, public=not args.private,
+                                              description=args.description, url=args.link, public=args.public,
                                               kind=kind)
     except ServerUnreachable as exc:
         message = unreachable_message(ctx.settings.url, exc.reason)
@@ -152,14 +152,23 @@ def cmd_submit(ctx: Context, args: argparse.Namespace) -> int:
                                         f"{body.get('category') or 'invalid'})", prefix="rejected")
     created = ctx.check(response, task_subject(ctx, args.task))
     submission_id = created.get("id")
+    # The visibility is said every time: without --public/--private it is the account's setting.
+    state = ", ".join(filter(None, (str(created.get("status")), visibility(created))))
     if not args.wait:
-        ctx.show(created, f"submitted #{submission_id} to {args.task} ({created.get('status')}){quota_note(ctx, args)}"
+        ctx.show(created, f"submitted #{submission_id} to {args.task} ({state}){quota_note(ctx, args)}"
                           f"; follow it with: {ctx.prog} status {submission_id} --wait")
         return ExitCode.OK
     if not ctx.json:
-        ctx.say(f"submitted #{submission_id} to {args.task} ({created.get('status')}){quota_note(ctx, args)}")
+        ctx.say(f"submitted #{submission_id} to {args.task} ({state}){quota_note(ctx, args)}")
         ctx.stdout.flush()
     return wait_and_report(ctx, int(submission_id), args.timeout)
+
+
+def visibility(submission: Mapping) -> str:
+    """``public`` or ``private`` from the server's answer; nothing from a server that does not say."""
+    if "public" not in submission:
+        return ""
+    return "public" if submission["public"] else "private"
 
 
 def quota_note(ctx: Context, args: argparse.Namespace) -> str:

@@ -23,8 +23,8 @@ def test_common_options_go_before_or_after_the_command():
 
 def test_submit_arguments():
     args = parse("submit", "expmrc-squad", "p.json", "--method", "Mine", "--private", "--wait", "--timeout", "30")
-    assert (args.task, str(args.file), args.method, args.private, args.wait, args.timeout, args.kind) == \
-        ("expmrc-squad", "p.json", "Mine", True, True, 30.0, None)
+    assert (args.task, str(args.file), args.method, args.public, args.wait, args.timeout, args.kind) == \
+        ("expmrc-squad", "p.json", "Mine", False, True, 30.0, None)
 
 
 @pytest.mark.parametrize("argv, fragment", [

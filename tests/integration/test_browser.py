@@ -72,7 +72,7 @@ def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
     page.check("#id_public")  # entries are private unless the researcher says otherwise
     page.get_by_role("button", name="Upload and score").click()
     assert "/submissions/" in page.url
-    # The status page refreshes itself until the score is there.
+    # The status page updates itself (static/js/live-refresh.js) until the score is there.
     page.locator("#status", has_text="Scored").wait_for(timeout=60_000)
     scores = page.locator("#scores").inner_text()
     assert f"{expected['overall_f1']:.3f}" in scores

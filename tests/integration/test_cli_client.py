@@ -95,6 +95,11 @@ def test_cli_token_submit_wait_and_leaderboard(embedded_stack, scored, tmp_path)
     assert "scored" in done.stdout and f"overall_f1={expected['overall_f1']:.3f}" in done.stdout
     assert re.search(r"#\d+ scored", done.stderr)  # the progress line (not a terminal: one line per change)
 
+    # Neither --public nor --private: the account's setting decides, private for a new account.
+    submitted = re.search(r"submitted #(\d+) to expmrc-squad \(queued, private\)", done.stdout)
+    assert submitted, done.stdout
+    assert "CLI system" not in cli(embedded_stack, "leaderboard", "expmrc-squad").stdout
+    assert cli(embedded_stack, "publish", submitted.group(1), token=token).returncode == 0
     board = cli(embedded_stack, "leaderboard", "expmrc-squad")
     assert board.returncode == 0 and "CLI system" in board.stdout
 

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -56,7 +57,7 @@ def populate(stack):
     two_thirds = {key: value for index, (key, value) in enumerate(sample.items()) if index % 3}
     skills = json.dumps({"original": two_thirds, "s1": two_thirds, "s4": sample}).encode()
     status, answer = Client(stack.url, token).submit("expmrc-squad", skills, method_name="Pages skills",
-                                                     filename="skills.json", kind="skills")
+                                                     filename="skills.json", kind="skills", public=True)
     assert status == 201, answer
     skill_entry = answer["id"]
     for pk in (squad, skill_entry):
@@ -81,25 +82,25 @@ def populate(stack):
         "my-submissions": "/submissions/",
         "login": "/accounts/login/",
         "not-found": "/tasks/no-such-task/",
-        # Last: its diagnostics are computed meanwhile (the page refreshes itself until they are there).
+        # Last: its diagnostics are computed meanwhile (the page updates itself until they are there).
         "entry": f"/submissions/{squad}/",
     }
 
 
 def settled(address):
-    """Whether a page no longer refreshes itself (its background work is done)."""
+    """Whether a page's background work is done (it no longer carries the data-refresh marker)."""
     try:
         with urllib.request.urlopen(address, timeout=10) as response:
-            return b'http-equiv="refresh"' not in response.read()
+            return b'data-refresh="' not in response.read()
     except urllib.error.HTTPError as error:
         return error.code == 404
 
 
-def log_in(context, url):
+def log_in(context, url, username="pages-owner", password=PASSWORD):
     page = context.new_page()
     page.goto(url + "/accounts/login/")
-    page.fill("#id_username", "pages-owner")
-    page.fill("#id_password", PASSWORD)
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_load_state()
     assert "/accounts/login/" not in page.url, "could not log in"
@@ -130,6 +131,25 @@ def layout_problems(page, width):
     return [f"{width} px: {problem}" for problem in problems]
 
 
+def inspect_page(page, name):
+    """The loaded page at desktop width in the light theme, then at phone width in the dark theme
+    (so both themes' contrast is checked): layout problems and axe findings, with screenshots."""
+    problems = []
+    page.add_script_tag(path=str(AXE))
+    for label, width in WIDTHS.items():
+        if label == "phone":
+            page.set_viewport_size({"width": width, "height": 800})
+            page.emulate_media(color_scheme="dark")
+        else:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.emulate_media(color_scheme="light")
+        problems += layout_problems(page, width)
+        problems += [f"{width} px: axe {rule} ({impact}): {help_} {targets}"
+                     for rule, impact, targets, help_ in axe_findings(page)]
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=FULL_PAGE_SHOTS)
+    return problems
+
+
 def check_page(context, url, name, path):
     """Load one page once and check it at desktop width in the light theme, then at phone width
     in the dark theme (so both themes' contrast is checked). Returns the problems found."""
@@ -144,15 +164,7 @@ def check_page(context, url, name, path):
     expected = 404 if name == "not-found" else 200
     if response.status != expected:
         problems.append(f"HTTP {response.status}")
-    page.add_script_tag(path=str(AXE))
-    for label, width in WIDTHS.items():
-        if label == "phone":
-            page.set_viewport_size({"width": width, "height": 800})
-            page.emulate_media(color_scheme="dark")
-        problems += layout_problems(page, width)
-        problems += [f"{width} px: axe {rule} ({impact}): {help_} {targets}"
-                     for rule, impact, targets, help_ in axe_findings(page)]
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=FULL_PAGE_SHOTS)
+    problems += inspect_page(page, name)
     if name == "not-found":  # the browser reports the 404 of the page itself; nothing else may fail
         errors = [e for e in errors if "status of 404" not in e]
     problems += [f"console: {e}" for e in errors]
@@ -181,9 +193,10 @@ def test_every_page_kind_at_desktop_and_phone_width(embedded_stack, browser, pag
     log_in(context, url)
     problems = {}
     for name, path in pages.items():
-        # A page whose background work (cue discovery, diagnostics) is still running refreshes
-        # itself every few seconds: it is checked once that work is done.
-        wait_until(lambda: settled(url + path), f"{path} to stop refreshing itself", timeout=240)
+        # A page whose background work (cue discovery, diagnostics) is still running is checked
+        # once that work is done, so that what it finally shows (the charts) is checked too; the
+        # state while it updates itself is checked by test_a_page_that_updates_itself_*.
+        wait_until(lambda: settled(url + path), f"{path} to finish its background work", timeout=240)
         found = check_page(context, url, name, path)
         if found:
             problems[f"{name} ({path})"] = found
@@ -199,4 +212,151 @@ def test_a_visitor_on_a_phone_can_log_in_and_sign_up(embedded_stack, browser):
         box = page.get_by_role("link", name=name, exact=True).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    context.close()
+
+
+# --------------------------------------------------------------------------- a page that updates itself
+
+REFRESH_OWNER, REFRESH_PASSWORD = "refresh-owner", "refresh-owner-pw-58"
+PERIOD = 2.0  # seconds between two updates of a submission's page (templates/submissions/detail.html)
+
+
+def queued_submission(stack, username):
+    """A submission that stays queued: written straight into the database and never sent to a
+    worker, so its page keeps updating itself for as long as the test needs (the reaper would send
+    it only QUEUE_LEASE_SECONDS, 300 s, later). The test ends its work by cancelling it."""
+    code = (
+        "from django.contrib.auth.models import User; from django.utils import timezone;"
+        "from benchmark.models import Task; from submissions.models import Submission;"
+        "task = Task.objects.get(slug='expmrc-squad');"
+        f"s = Submission.objects.create(user=User.objects.get(username={username!r}), task=task,"
+        " test_set=task.current_test_set(), method_name='Waiting entry', status='queued',"
+        " queued_at=timezone.now(), public=False);"
+        "print(s.pk)"
+    )
+    result = stack.manage("shell", "-c", code)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return int(result.stdout.split()[-1])
+
+
+def live_state(page):
+    """The status line's state as static/js/live-refresh.js exposes it on its element."""
+    return page.evaluate("""() => {
+        const root = document.querySelector('[data-refresh]');
+        if (!root) return null;
+        const button = root.querySelector('button'), status = root.querySelector('[role=status]');
+        return {state: root.dataset.refreshState || null, checks: Number(root.dataset.refreshChecks || 0),
+                button: button && button.textContent, status: status && status.textContent,
+                dot: getComputedStyle(root.querySelector('.live-refresh-dot')).animationName};
+    }""")
+
+
+def heading(page):
+    return page.locator("main h1").inner_text()
+
+
+def test_a_page_that_updates_itself_passes_axe_and_can_be_paused(embedded_stack, browser):
+    """The page of a queued submission, while it updates itself: no serious or critical axe
+    finding (no meta refresh), a keyboard-operable Pause button that stops the updates (for more
+    than two periods, and across a reload of the tab), Resume that restarts them, server changes
+    swapped in without reloading, the end of the work stopping the updates, and a Reload link
+    without JavaScript."""
+    stack = embedded_stack
+    token = stack.create_user(REFRESH_OWNER, REFRESH_PASSWORD)
+    pk = queued_submission(stack, REFRESH_OWNER)
+    address = f"{stack.url}/submissions/{pk}/"
+
+    def rename(name):
+        status, body = stack.request("PATCH", f"/api/submissions/{pk}/", token=token, json_body={"method_name": name})
+        assert status == 200, body
+
+    def checks_after_a_while(page):
+        time.sleep(2.5 * PERIOD)
+        return live_state(page)["checks"]
+
+    context = browser.new_context()
+    log_in(context, stack.url, REFRESH_OWNER, REFRESH_PASSWORD)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(address)
+    page.evaluate("window.sameDocument = true")  # gone if the page were reloaded
+    page.wait_for_function("Number(document.querySelector('[data-refresh]').dataset.refreshChecks) >= 1")
+    assert live_state(page)["state"] == "running"
+
+    # axe while the page updates itself, at both widths and in both themes.
+    problems = inspect_page(page, "entry-updating")
+    state = live_state(page)
+    assert state["state"] == "running" and state["checks"] >= 1
+    assert problems == [], f"screenshots in {SCREENSHOTS}"
+    page.set_viewport_size({"width": WIDTHS["desktop"], "height": 900})
+    page.emulate_media(color_scheme="light")
+    # The dot pulses while updates run, unless the reader asked for reduced motion.
+    assert live_state(page)["dot"] == "pulse"
+    page.emulate_media(reduced_motion="reduce")
+    assert live_state(page)["dot"] == "none"
+    page.emulate_media(reduced_motion="no-preference")
+
+    # A change on the server reaches the page by a swap, not a reload.
+    rename("Waiting entry, renamed")
+    page.locator("main h1", has_text="Waiting entry, renamed").wait_for()
+    assert page.evaluate("window.sameDocument === true")
+
+    # Pause from the keyboard: the button is in the tab order.
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Pause updates":
+            break
+    else:
+        raise AssertionError("Tab never reached the Pause updates button")
+    page.keyboard.press("Enter")
+    state = live_state(page)
+    assert (state["state"], state["button"], state["dot"]) == ("paused", "Resume updates", "none")
+    assert "paused" in state["status"]
+    assert page.evaluate("document.activeElement.textContent") == "Resume updates"  # focus stays on it
+    page.screenshot(path=str(SCREENSHOTS / "entry-paused-1280.png"))
+    rename("Waiting entry, changed while paused")
+    assert checks_after_a_while(page) == state["checks"]  # no request for more than two periods
+    assert heading(page) == "Waiting entry, renamed"
+
+    # The pause holds for the tab (sessionStorage): after a reload the page still waits.
+    page.reload()
+    assert heading(page) == "Waiting entry, changed while paused"  # what the reload fetched
+    assert live_state(page)["state"] == "paused"
+    rename("Waiting entry, resumed")
+    assert checks_after_a_while(page) == 0
+    assert heading(page) == "Waiting entry, changed while paused"
+
+    # Resume (Space on the button): updates start again at once, and keep going.
+    page.evaluate("window.sameDocument = true")
+    page.get_by_role("button", name="Resume updates").focus()
+    page.keyboard.press("Space")
+    page.locator("main h1", has_text="Waiting entry, resumed").wait_for()
+    state = live_state(page)
+    assert state["state"] == "running" and state["button"] == "Pause updates" and state["checks"] >= 1
+    assert page.evaluate("sessionStorage.getItem('expbench.updatesPaused')") is None
+    assert checks_after_a_while(page) > state["checks"]
+
+    # Without JavaScript: no button, the page stays still, a plain Reload link to itself.
+    still = browser.new_context(java_script_enabled=False)
+    log_in(still, stack.url, REFRESH_OWNER, REFRESH_PASSWORD)
+    plain = still.new_page()
+    plain.goto(address)
+    reload_link = plain.get_by_role("link", name="Reload", exact=True)
+    assert reload_link.is_visible() and reload_link.get_attribute("href") == f"/submissions/{pk}/"
+    assert plain.get_by_role("button", name="Pause updates").count() == 0
+    still.close()
+
+    # The work ends (here: cancelled): the page shows it, says so, and stops asking.
+    status, body = stack.request("POST", f"/api/submissions/{pk}/cancel/", token=token)
+    assert status == 200 and body["status"] == "cancelled", body
+    page.locator("#status", has_text="Cancelled").wait_for()
+    state = live_state(page)
+    assert state["state"] == "done" and state["button"] is None and "finished" in state["status"]
+    page.screenshot(path=str(SCREENSHOTS / "entry-done-1280.png"))
+    assert checks_after_a_while(page) == state["checks"]
+    assert page.evaluate("window.sameDocument === true")
+    assert errors == []
     context.close()

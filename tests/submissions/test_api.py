@@ -5,6 +5,7 @@ itself, pagination and the deprecated unversioned paths."""
 import pytest
 from rest_framework.test import APIClient
 
+from expbench_client.client import encode_multipart, upload_fields
 from submissions import intake
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import score_submission
@@ -278,3 +279,24 @@ def test_schema_and_docs_are_served():
     docs = APIClient().get("/api/v1/docs/")
     assert docs.status_code == 200
     assert b"cdn" not in docs.content.lower()
+
+
+@pytest.mark.parametrize("default_public", [False, True])
+@pytest.mark.parametrize("public, empty", [(None, False), (None, True), (True, False), (False, False)])
+def test_an_upload_without_public_follows_the_uploaders_default(task, default_public, public, empty):
+    """The exact body the expbench client sends (expbench_client.client.upload_fields): no
+    `public` unless --public/--private was given, then the account's setting decides. An empty
+    value (a hand-written form) counts as absent."""
+    user = make_user("carol", default_public=default_public)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+    fields = upload_fields(method_name="CLI system", public=public)
+    if empty:
+        fields["public"] = ""
+    content = perfect_predictions(fixture_gold("expmrc-squad"))
+    body, content_type = encode_multipart(fields, {"file": ("p.json", upload_file(content).read())})
+    response = api.generic("POST", "/api/v1/tasks/expmrc-squad/submissions/", body, content_type=content_type)
+    assert response.status_code == 201, response.content
+    expected = default_public if public is None else public
+    assert response.json()["public"] is expected
+    assert Submission.objects.get(pk=response.json()["id"]).public is expected

@@ -62,12 +62,12 @@ def test_diagnostics_are_aggregates_only(scored_span):
 def test_entry_page_shows_diagnostics_and_charts(scored_span):
     sub, gold, user = scored_span
     page = Client().get(f"/submissions/{sub.pk}/").content.decode()
-    assert "Diagnostics are being computed" in page and 'http-equiv="refresh"' in page
+    assert "Diagnostics are being computed" in page and 'data-refresh="' in page
     compute_diagnostics(sub.pk)
     page = Client().get(f"/submissions/{sub.pk}/").content.decode()
     assert 'id="categorical-tests"' in page and 'id="one-vs-rest"' in page
     assert "Linguistic bias" in page and page.count('<svg class="chart"') >= 5
-    assert 'http-equiv="refresh"' not in page
+    assert 'data-refresh="' not in page
 
 
 def test_a_crash_in_diagnostics_keeps_the_score(scored_span, monkeypatch):
@@ -119,7 +119,7 @@ def test_diagnostics_whose_worker_died_are_sent_again_then_given_up(scored_span,
     assert "stopped 2 times" in failed.diagnostics["error"]
     assert failed.status == "scored"  # the score is untouched
     page = Client().get(f"/submissions/{sub.pk}/").content.decode()
-    assert "stopped 2 times" in page and 'http-equiv="refresh"' not in page
+    assert "stopped 2 times" in page and 'data-refresh="' not in page
 
 
 def test_lost_diagnostics_messages_are_resent_and_run_once(scored_span, settings,
