@@ -1,5 +1,6 @@
 from typing import Any, cast
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import viewsets
@@ -9,9 +10,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .models import Benchmark, SkillVariant, Task, TaskQuerySet
+from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED, unchanged, with_validators
+
+from .models import Benchmark, SkillVariant, Task, TaskQuerySet, TestSet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
+from .views import inputs_etag, inputs_modified
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -75,15 +79,21 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         summary="Public inputs of the task's hidden test set (no answers, no evidence)",
-        responses={200: PUBLIC_INPUTS},
+        responses={200: PUBLIC_INPUTS, 304: NOT_MODIFIED}, parameters=CONDITIONAL_HEADERS,
     )
     @action(detail=True, methods=["get"])
-    def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> Response:
+    def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> HttpResponse:
         task = self.get_object()
-        test_set = task.current_test_set()
+        test_set = task.current_test_set()  # without the inputs and the gold
         if test_set is None:
             raise NotFound(f"Task {task.slug} has no test set yet.")
-        return Response(test_set.public_inputs)
+        # The renderer is part of the ETag: JSON and the browsable API are different bytes.
+        etag, modified = inputs_etag(test_set, request.accepted_renderer.format), inputs_modified(test_set)
+        current = unchanged(request, etag, modified, private=task.is_hidden)
+        if current is not None:
+            return current
+        inputs = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
+        return with_validators(Response(inputs), etag, modified, private=task.is_hidden)
 
     @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "
                            "of the task's hidden set",

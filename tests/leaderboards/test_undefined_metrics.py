@@ -41,7 +41,7 @@ def test_an_entry_with_undefined_metrics_is_listed_unranked_and_breaks_no_page(t
 
     response = client.get(f"/tasks/{task.slug}/leaderboard.csv")
     assert response.status_code == 200
-    table = {row["method"]: row for row in csv.DictReader(io.StringIO(response.content.decode()))}
+    table = {row["method"]: row for row in csv.DictReader(io.StringIO(response.content.decode("utf-8-sig")))}
     assert table["Nothing"]["rank"] == "" and table["Nothing"]["iou"] == "" and table["Nothing"]["iou_ci_low"] == ""
     assert table["First sentence"]["iou"] == f"{honest.scores['iou']:.3f}"
 

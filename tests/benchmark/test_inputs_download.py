@@ -1,0 +1,84 @@
+"""Conditional GET on the public inputs (benchmark/views.py, the API's inputs action): a strong
+ETag and Last-Modified from the test set, a 304 without reading the inputs when the client holds
+the current copy, gzip as before, a new test set version a new ETag, a hidden task still a 404."""
+import gzip
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils.http import http_date
+
+from benchmark.models import Visibility
+from tests.factories import FIXTURES, logged_in, make_task, make_user
+
+pytestmark = pytest.mark.django_db
+
+ROUTES = ["/api/v1/tasks/expmrc-squad/inputs/", "/api/tasks/expmrc-squad/inputs/", "/tasks/expmrc-squad/inputs.json"]
+
+
+def inputs_read(queries):
+    return [q["sql"] for q in queries if "public_inputs" in q["sql"].split("FROM")[0]]
+
+
+@pytest.mark.parametrize("url", ROUTES)
+def test_a_client_holding_the_current_inputs_gets_a_304_without_them_being_read(url):
+    task = make_task("expmrc-squad")
+    first = Client().get(url)
+    etag = first["ETag"]
+    assert first.status_code == 200 and json.loads(first.content)["data"]
+    assert etag.startswith('"') and len(etag) == 34  # strong: no W/ when the answer is not compressed
+    assert first["Last-Modified"] == http_date(task.current_test_set().imported_at.timestamp())
+    assert "no-cache" in first["Cache-Control"] and "private" not in first["Cache-Control"]
+
+    with CaptureQueriesContext(connection) as queries:
+        again = Client().get(url, HTTP_IF_NONE_MATCH=etag)
+    assert again.status_code == 304 and again.content == b""
+    assert again["ETag"] == etag and again["Last-Modified"] == first["Last-Modified"]
+    assert inputs_read(queries.captured_queries) == []
+    assert Client().get(url, HTTP_IF_MODIFIED_SINCE=first["Last-Modified"]).status_code == 304
+
+    with CaptureQueriesContext(connection) as queries:
+        other = Client().get(url, HTTP_IF_NONE_MATCH='"somebody-elses-copy"')
+    assert other.status_code == 200 and other.content == first.content
+    assert len(inputs_read(queries.captured_queries)) == 1
+
+
+@pytest.mark.parametrize("url", ROUTES)
+def test_gzip_still_applies_and_its_weak_etag_is_honoured(url):
+    make_task("expmrc-squad")
+    plain = Client().get(url)
+    zipped = Client().get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert zipped["Content-Encoding"] == "gzip" and len(zipped.content) < len(plain.content)
+    assert gzip.decompress(zipped.content) == plain.content
+    assert zipped["ETag"] == "W/" + plain["ETag"]  # GZipMiddleware: other bytes, same meaning
+    again = Client().get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=zipped["ETag"])
+    assert again.status_code == 304 and again.content == b""
+
+
+def test_a_new_version_is_a_new_etag_and_each_representation_has_its_own():
+    make_task("expmrc-squad")
+    url = "/api/v1/tasks/expmrc-squad/inputs/"
+    old = Client().get(url)["ETag"]
+    assert Client().get(url + "?format=api")["ETag"] != old  # the browsable page is other bytes
+    assert Client().get("/tasks/expmrc-squad/inputs.json")["ETag"] != old
+
+    make_task("expmrc-squad", version="v2", path=FIXTURES / "expmrc-squad-dev.json")
+    renewed = Client().get(url, HTTP_IF_NONE_MATCH=old)
+    assert renewed.status_code == 200 and renewed["ETag"] != old and json.loads(renewed.content)["data"]
+
+
+def test_a_hidden_tasks_inputs_are_private_and_a_404_even_to_a_matching_etag():
+    task = make_task("expmrc-squad")
+    staff = make_user("maintainer")
+    staff.is_staff = True
+    staff.save()
+    task.visibility = Visibility.HIDDEN
+    task.save()
+    for url in ROUTES:
+        answer = logged_in(staff).get(url)
+        assert answer.status_code == 200 and answer["Cache-Control"] == "private, no-cache", url
+        assert logged_in(staff).get(url, HTTP_IF_NONE_MATCH=answer["ETag"])["Cache-Control"] == "private, no-cache"
+        # The ETag must not confirm that the task exists.
+        assert Client().get(url, HTTP_IF_NONE_MATCH=answer["ETag"]).status_code == 404, url
