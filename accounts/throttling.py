@@ -3,7 +3,6 @@ of attempts per client address (``LOGIN_RATE``, default 10/min), counted in the 
 process shares (``CACHE_URL``), so more gunicorn workers never mean more guesses. Password-reset
 requests spend from the same budget, so the reset form cannot be used to flood a mailbox."""
 import math
-import time
 from typing import Any
 
 from django.conf import settings
@@ -15,15 +14,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600}
-
-
-def parse_rate(rate: str) -> tuple[int, int]:
-    """("10/min") -> (10, 60)."""
-    count, _, period = rate.partition("/")
-    if not count.strip().isdigit() or period.strip() not in PERIODS:
-        raise ValueError(f"LOGIN_RATE must look like 10/min, got {rate!r}")
-    return int(count), PERIODS[period.strip()]
+from core.rate_limits import parse_rate, spend
 
 
 def client_address(request: HttpRequest) -> str:
@@ -33,18 +24,8 @@ def client_address(request: HttpRequest) -> str:
 def spend_login_attempt(request: HttpRequest) -> float | None:
     """Count one attempt for the client; None while within the budget, else the seconds until
     the current window ends (fixed windows: simple, and good enough against guessing)."""
-    limit, period = parse_rate(settings.LOGIN_RATE)
-    now = time.time()
-    key = f"login-attempts:{client_address(request)}:{int(now // period)}"
-    cache.add(key, 0, timeout=period + 1)
-    try:
-        attempts = cache.incr(key)
-    except ValueError:  # expired between add and incr: this is the first attempt of a window
-        cache.set(key, 1, timeout=period + 1)
-        attempts = 1
-    if attempts <= limit:
-        return None
-    return period - (now % period)
+    limit, period = parse_rate(settings.LOGIN_RATE, "LOGIN_RATE")
+    return spend(cache, "login-attempts", client_address(request), limit, period)
 
 
 class LoginThrottle(BaseThrottle):

@@ -31,6 +31,16 @@ class Visibility(models.TextChoices):
     UNLISTED = "unlisted", "Unlisted (reachable by its address, not listed)"
     HIDDEN = "hidden", "Hidden (staff only)"
 
+    @classmethod
+    def reachable_by(cls, user: Any) -> list[str]:
+        """The visibilities of the tasks ``user`` may reach by address: hidden ones are for staff."""
+        return list(cls.values) if getattr(user, "is_staff", False) else [cls.PUBLIC, cls.UNLISTED]
+
+    @classmethod
+    def listed_for(cls, user: Any) -> list[str]:
+        """The visibilities of the tasks lists show ``user``: never unlisted ones."""
+        return [cls.PUBLIC, cls.HIDDEN] if getattr(user, "is_staff", False) else [cls.PUBLIC]
+
 
 class RankingRule(models.TextChoices):
     ALL = "all", "Every public entry"
@@ -44,13 +54,12 @@ class TaskQuerySet(QuerySet):
         gets a 404, never a 403, so their existence is not confirmed)."""
         if getattr(user, "is_staff", False):
             return self
-        return self.exclude(visibility=Visibility.HIDDEN)
+        return self.filter(visibility__in=Visibility.reachable_by(user))
 
     def listed_for(self, user: Any) -> "TaskQuerySet":
         """Tasks shown in lists (home, benchmark pages, the API's task list): public ones, and
         for staff the hidden ones too (marked as such), never the unlisted ones."""
-        shown = [Visibility.PUBLIC, Visibility.HIDDEN] if getattr(user, "is_staff", False) else [Visibility.PUBLIC]
-        return self.filter(visibility__in=shown)
+        return self.filter(visibility__in=Visibility.listed_for(user))
 
     def public(self) -> "TaskQuerySet":
         """Tasks anyone may list (what anonymous pages and caches show)."""

@@ -1,8 +1,9 @@
 """Pages of API lists: ``?limit=&offset=`` (docs/client.md#lists)."""
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
+
+from core.query_params import whole_number
 
 from .errors import is_legacy_api_path
 
@@ -24,14 +25,3 @@ class ApiPagination(LimitOffsetPagination):
     def get_offset(self, request: Request) -> int:
         given = request.query_params.get(self.offset_query_param)
         return 0 if given is None else whole_number(self.offset_query_param, given, minimum=0)
-
-
-def whole_number(name: str, value: str, *, minimum: int) -> int:
-    """A query parameter as an int; DRF's own pagination would quietly use a default instead."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = minimum - 1
-    if number < minimum:
-        raise ValidationError({name: [f"must be a whole number of at least {minimum}, not {value!r}"]})
-    return number

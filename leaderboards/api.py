@@ -1,41 +1,120 @@
 """The boards' API: a task's ranked board, a benchmark's average board, compare."""
+import json
+
+from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from benchmark.models import Benchmark, Task
+from benchmark.models import Benchmark, Task, Visibility
+from core.conditional import (
+    CONDITIONAL_HEADERS,
+    NOT_MODIFIED,
+    stored_response,
+    strong_etag,
+    unchanged,
+    weaken_for_gzip,
+    with_validators,
+)
+from core.query_params import whole_number
 
 from .compare import CompareError, compare, visible_submission
+from .ordering import Order, OrderError, read_order
 from .serializers import BenchmarkLeaderboardSerializer, ComparisonSerializer, LeaderboardSerializer
-from .store import RELEASE, benchmark_board, etag_for, not_modified, task_board, validators
+from .store import (
+    RELEASE,
+    benchmark_board,
+    board_state,
+    current_stamp,
+    page_rows,
+    task_board,
+)
 
 
-@extend_schema(summary="Ranked leaderboard", responses=LeaderboardSerializer)
+@extend_schema(
+    summary="Ranked leaderboard, a page at a time, in any order the board page offers",
+    parameters=[
+        OpenApiParameter("limit", int, description=f"rows per page (default {settings.API_PAGE_SIZE}, "
+                                                   f"at most {settings.API_MAX_PAGE_SIZE})"),
+        OpenApiParameter("offset", int, description="rows to skip (default 0)"),
+        OpenApiParameter("sort", str, description="rank (default), tier, system, ci, fails (QUACKIE) or a metric key; "
+                                                  "pinned rows (human performance) come first in every order"),
+        OpenApiParameter("order", str, enum=["asc", "desc"],
+                         description="default: the key's natural direction (scores best first)"),
+        *CONDITIONAL_HEADERS,
+    ],
+    responses={200: LeaderboardSerializer, 304: NOT_MODIFIED},
+)
 @api_view(["GET"])
 @permission_classes([AllowAny])
 def task_leaderboard(request: Request, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    # Stored encoded, as DRF's JSON renderer writes it (leaderboards.store.task_payload).
-    board = task_board(task, "body")
-    etag = etag_for(RELEASE, board.stamp)
-    return not_modified(request, etag, board.computed_at) or validators(
-        HttpResponse(board.payload, content_type="application/json"), etag, board.computed_at,
-        private=task.is_hidden)
+    state = board_state(slug)
+    if state is None or state.visibility not in Visibility.reachable_by(request.user):
+        raise NotFound("No Task matches the given query.")  # as get_object_or_404 says it
+    params = request.query_params
+    try:
+        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
+    except OrderError as exc:
+        field = "order" if str(exc).startswith("order") else "sort"
+        raise ValidationError({field: [str(exc).split(": ", 1)[1]]}) from None
+    limit = None if params.get("limit") is None else min(settings.API_MAX_PAGE_SIZE,
+                                                           whole_number("limit", params["limit"], minimum=1))
+    if limit is None and request.path_info.startswith("/api/v1/"):
+        limit = settings.API_PAGE_SIZE  # the deprecated /api/ path keeps its whole-board answer
+    offset = whole_number("offset", params.get("offset", "0"), minimum=0)
+    stamp, computed_at = current_stamp(state)
+    etag = strong_etag(RELEASE, stamp, order, limit, offset, request.get_host(), request.path_info)
+    private = state.visibility == Visibility.HIDDEN
+    answer = unchanged(request, etag, computed_at, private=private)
+    if answer is not None:
+        return answer
+
+    def render() -> HttpResponse:
+        task = Task.objects.get(pk=state.task_id)
+        return HttpResponse(board_body(request, task, order, limit, offset), content_type="application/json")
+
+    # Stored encoded per ETag: every client asking for this page of this generation gets the same bytes.
+    response = stored_response(request, f"api-board:{etag}", render, seconds=BODY_CACHE_SECONDS,
+                               content_type="application/json")
+    return weaken_for_gzip(with_validators(response, etag, computed_at, private=private))
+
+
+#: How long an encoded board page stays in the shared cache (its key is its ETag, so a changed
+#: board gets a new key at once; this only bounds the cache's size).
+BODY_CACHE_SECONDS = 600
+
+
+def board_body(request: Request, task: Task, order: Order, limit: int | None, offset: int) -> str:
+    """The answer's bytes, the rows as they were stored (``leaderboards.store.board_rows``)."""
+    board = task_board(task)
+    count = board.payload["n_rows"]
+    limit = count if limit is None else limit
+    rows = page_rows(board, task, order.sort, order.descending, offset, limit, encoded=True)
+
+    def link(at: int) -> str:
+        return request.build_absolute_uri(f"{request.path}?{order.query}&limit={limit}&offset={at}")
+
+    head = {"task": task.slug, "primary_metric": task.primary_metric,
+            "test_set_version": board.payload["test_set_version"], "count": count,
+            "next": link(offset + limit) if offset + limit < count else None,
+            "previous": link(max(offset - limit, 0)) if offset > 0 else None,
+            "sort": order.sort, "order": "desc" if order.descending else "asc"}
+    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1] + ',"rows":[' + ",".join(rows) + "]}"
 
 
 @extend_schema(summary="Average board: systems scored on every task, ranked by mean primary metric",
-               responses={200: BenchmarkLeaderboardSerializer})
+               parameters=CONDITIONAL_HEADERS, responses={200: BenchmarkLeaderboardSerializer, 304: NOT_MODIFIED})
 @api_view(["GET"])
 @permission_classes([AllowAny])
 def benchmark_leaderboard(request: Request, slug: str) -> HttpResponse:
     board = benchmark_board(get_object_or_404(Benchmark, slug=slug), "body")
-    etag = etag_for(RELEASE, board.stamp)
-    return not_modified(request, etag, board.computed_at) or validators(
+    etag = strong_etag(RELEASE, board.stamp)
+    return unchanged(request, etag, board.computed_at) or with_validators(
         HttpResponse(board.payload, content_type="application/json"), etag, board.computed_at)
 
 

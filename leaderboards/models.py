@@ -29,6 +29,42 @@ class BoardSnapshot(models.Model):
         return f"{self.key} @ {self.stamp}"
 
 
+#: The orders a task board can be read in (``?sort=``), besides each metric column (``by_metric_<i>``
+#: for the i-th of ``Task.metric_columns``): the board's own (rank; tier sorts the same), the
+#: system's name, QUACKIE's failed samples and the lower end of the primary metric's CI.
+SORT_FIELDS = {"rank": "by_rank", "tier": "by_rank", "system": "by_system", "fails": "by_fails", "ci": "by_ci_low"}
+MAX_METRIC_COLUMNS = 5
+
+
+class BoardRow(models.Model):
+    """One row of a stored task board. A page of any order is an index range: each ``by_*``
+    column holds the row's place when the board is sorted ascending on that key, rows without a
+    value last (None for pinned rows, which head every order). Reading a page therefore costs the
+    same at 10 entries as at 10,000 (leaderboards.store.board_page_rows)."""
+
+    snapshot = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="rows")
+    position = models.PositiveIntegerField(help_text="place in the board's own order (pinned rows first)")
+    pinned = models.BooleanField(default=False)
+    data = models.TextField(help_text="the row as the API shows it, encoded")
+    by_rank = models.PositiveIntegerField(null=True)
+    by_system = models.PositiveIntegerField(null=True)
+    by_fails = models.PositiveIntegerField(null=True)
+    by_ci_low = models.PositiveIntegerField(null=True)
+    by_metric_0 = models.PositiveIntegerField(null=True)
+    by_metric_1 = models.PositiveIntegerField(null=True)
+    by_metric_2 = models.PositiveIntegerField(null=True)
+    by_metric_3 = models.PositiveIntegerField(null=True)
+    by_metric_4 = models.PositiveIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["snapshot", name], name=f"boardrow_{name}")
+                   for name in ("position", "by_rank", "by_system", "by_fails", "by_ci_low",
+                                *(f"by_metric_{i}" for i in range(MAX_METRIC_COLUMNS)))]
+
+    def __str__(self):
+        return f"{self.snapshot.key} #{self.position}"
+
+
 def on_board(submission: Submission) -> bool:
     """Whether a submission is (or was, before this save) a candidate for a board: scored, or
     being re-scored. Uploads, queued first runs and failures never show."""

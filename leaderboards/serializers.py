@@ -40,6 +40,11 @@ class LeaderboardSerializer(serializers.Serializer):
     task = serializers.CharField()
     primary_metric = serializers.CharField()
     test_set_version = serializers.CharField(allow_null=True)
+    count = serializers.IntegerField(help_text="rows on the whole board")
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    previous = serializers.URLField(allow_null=True, help_text="the previous page, or null on the first")
+    sort = serializers.CharField(help_text="the key the rows are in the order of")
+    order = serializers.ChoiceField(choices=["asc", "desc"])
     rows = LeaderboardRowSerializer(many=True)
 
 

@@ -9,26 +9,26 @@ is small (``BOARD_INLINE_ROWS`` rows or fewer: computed at once, so a small boar
 behind) or the change is older than ``BOARD_WORKER_GRACE_SECONDS`` (no worker took it: the
 request computes it, so a board is never left behind for good). Only one process computes a
 given generation at a time."""
-import hashlib
+import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
-from django.utils.cache import get_conditional_response
-from django.utils.http import http_date, quote_etag
 from rest_framework.renderers import JSONRenderer
 
-from benchmark.models import Benchmark, BoardGeneration, Task
+from benchmark.models import Benchmark, BoardGeneration, Task, TestSet, Track
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
 
 from .boards import benchmark_average_rows, board_summary, entries_awaiting_rescore, leaderboard_rows
-from .models import BoardSnapshot
+from .models import BoardRow, BoardSnapshot
+from .ordering import sort_keys
 from .serializers import AverageRowSerializer, LeaderboardRowSerializer
 
 #: How long a computation holds its lock if its process dies before releasing it.
@@ -50,6 +50,7 @@ class Board:
     payload: Any  # the part read: see PARTS
     stamp: str
     computed_at: datetime
+    snapshot_id: int
 
 
 def task_key(task_id: int) -> str:
@@ -81,16 +82,72 @@ def task_stamp(task: Task, generation: int) -> str:
 
 # -- computing ------------------------------------------------------------------------------
 def task_payload(task: Task) -> dict[str, Any]:
-    """A task board's stored fields: the rows for the page and the CSV, the home page's line,
-    and the API's answer already encoded (a request sends it as it is)."""
+    """A task board's stored fields: its rows (each with its place in every order it can be
+    sorted in), what the page shows beside them and the home page's line."""
     rows = leaderboard_rows(task)
     test_set = task.current_test_set()
     # In the API's shape (plain JSON types): the page, the CSV and the API read the same rows.
     rows = [dict(row) for row in LeaderboardRowSerializer(rows, many=True).data]
+    stored, sortable = board_rows(task, rows)
     version = test_set.version if test_set else None
-    api = {"task": task.slug, "primary_metric": task.primary_metric, "test_set_version": version, "rows": rows}
-    return {"payload": {"rows": rows, "awaiting_rescore": entries_awaiting_rescore(task), "test_set_version": version},
-            "summary": board_summary(task, rows), "body": JSONRenderer().render(api).decode(), "n_rows": len(rows)}
+    return {"payload": {"awaiting_rescore": entries_awaiting_rescore(task), "test_set_version": version,
+                        "n_rows": len(rows), "n_pinned": sum(row.pinned for row in stored), "sortable": sortable,
+                        "n_submissions": sum(row["kind"] == "submission" for row in rows)},
+            "summary": board_summary(task, rows), "body": "", "n_rows": len(rows), "rows": stored}
+
+
+def board_rows(task: Task, rows: list[dict[str, Any]]) -> tuple[list[BoardRow], dict[str, int]]:
+    """The rows to store, and for each sort key how many rows have a value. A row's ordinal on
+    a key is its place sorted ascending, rows without a value after the others in board order;
+    ties are broken so that the key's first direction keeps board order."""
+    stored = [BoardRow(position=position, pinned=row["kind"] == "human",
+                       data=json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+              for position, row in enumerate(rows)]
+    candidates = [(position, row) for position, row in enumerate(rows) if not stored[position].pinned]
+    with_values: dict[str, int] = {}
+    for key in sort_keys(task).values():
+        if key.field in with_values:  # tier reads rank's ordinals
+            continue
+        valued = [(key.value_of(row), position) for position, row in candidates if key.value_of(row) is not None]
+        valued.sort(key=lambda pair: (pair[0], -pair[1] if key.descending_first else pair[1]))
+        missing = [position for position, row in candidates if key.value_of(row) is None]
+        for ordinal, position in enumerate([position for _, position in valued] + missing):
+            setattr(stored[position], key.field, ordinal)
+        with_values[key.field] = len(valued)
+    return stored, with_values
+
+
+def page_rows(board: Board, task: Task, sort: str, descending: bool, offset: int, limit: int, *,
+              encoded: bool = False) -> list[Any]:
+    """Rows ``offset`` to ``offset + limit`` of a stored task board read in the order ``sort``
+    (``ordering.sort_keys``): pinned rows first, then the others; rows without a value on the key
+    come last in both directions. One indexed range query, whatever the board's size."""
+    field = sort_keys(task)[sort].field
+    n_pinned, with_value = board.payload["n_pinned"], board.payload["sortable"][field]
+    wanted = Q(pinned=True, position__gte=offset, position__lt=offset + limit)
+    first, end = max(offset - n_pinned, 0), offset + limit - n_pinned  # places among the others
+
+    def place(ordinal: int) -> int:  # where the row with this ascending ordinal comes, descending
+        return with_value - 1 - ordinal if ordinal < with_value else ordinal
+
+    if end > first:
+        if not descending:
+            wanted |= Q(**{f"{field}__gte": first, f"{field}__lt": end})
+        else:  # descending places [first, end) are two ranges of ascending ordinals
+            if first < with_value:
+                wanted |= Q(**{f"{field}__gt": with_value - 1 - min(end, with_value), f"{field}__lte": place(first)})
+            if end > with_value:
+                wanted |= Q(**{f"{field}__gte": max(first, with_value), f"{field}__lt": end})
+    found = list(BoardRow.objects.filter(wanted, snapshot_id=board.snapshot_id).values_list(
+        "pinned", "position", field, "data"))
+    found.sort(key=lambda r: (not r[0], r[1] if r[0] else place(r[2]) if descending else r[2]))
+    return [data if encoded else json.loads(data) for *_, data in found]
+
+
+def all_rows(board: Board) -> list[dict[str, Any]]:
+    """Every row of a stored task board in its own order (the CSV)."""
+    return [json.loads(data) for data in BoardRow.objects.filter(snapshot_id=board.snapshot_id)
+            .order_by("position").values_list("data", flat=True)]
 
 
 def benchmark_payload(benchmark: Benchmark) -> dict[str, Any]:
@@ -105,8 +162,15 @@ def benchmark_stamp(task_ids: list[int], gens: dict[int, tuple[int, datetime | N
 
 
 def _store(key: str, stamp: str, fields: dict[str, Any]) -> BoardSnapshot:
-    snapshot, _ = BoardSnapshot.objects.update_or_create(
-        key=key, defaults={"stamp": stamp, "computed_at": timezone.now(), **fields})
+    rows = fields.pop("rows", None)
+    with transaction.atomic():
+        snapshot, _ = BoardSnapshot.objects.update_or_create(
+            key=key, defaults={"stamp": stamp, "computed_at": timezone.now(), **fields})
+        if rows is not None:  # a task board: its rows replace the previous generation's
+            BoardRow.objects.filter(snapshot=snapshot).delete()
+            for row in rows:
+                row.snapshot = snapshot
+            BoardRow.objects.bulk_create(rows, batch_size=500)
     return snapshot
 
 
@@ -177,7 +241,8 @@ def task_boards(tasks: list[Task], part: str = "payload") -> dict[int, Board]:
             if snapshot is None:  # another process is computing the first one: so does this request
                 snapshot = _store(task_key(task.pk), stamp, task_payload(task))
         assert snapshot is not None  # compute_now is True without a stored board
-        boards[task.pk] = Board(getattr(snapshot, part), f"t{task.pk}.{snapshot.stamp}", snapshot.computed_at)
+        boards[task.pk] = Board(getattr(snapshot, part), f"t{task.pk}.{snapshot.stamp}", snapshot.computed_at,
+                                snapshot.pk)
     return boards
 
 
@@ -197,27 +262,86 @@ def benchmark_board(benchmark: Benchmark, part: str = "payload") -> Board:
         if snapshot is None:
             snapshot = _store(key, stamp, benchmark_payload(benchmark))
     assert snapshot is not None  # compute_now is True without a stored board
-    return Board(getattr(snapshot, part), f"b{benchmark.pk}.{snapshot.stamp}", snapshot.computed_at)
+    return Board(getattr(snapshot, part), f"b{benchmark.pk}.{snapshot.stamp}", snapshot.computed_at, snapshot.pk)
 
 
-# -- conditional GET ------------------------------------------------------------------------
-def etag_for(*parts: object) -> str:
-    """A strong ETag from the boards' stamps and whatever else the response shows."""
-    return quote_etag(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:32])
+# -- the hot path ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BoardState:
+    """What a task board's page and API need before deciding to answer 304, to serve a page
+    rendered earlier, or to render: read in one query (``board_state``)."""
+
+    task_id: int
+    kind: str
+    visibility: str
+    stamp: str | None  # the stored board's, None before it is first computed
+    up_to_date: bool  # the stored board is of the task's latest generation
+    computed_at: datetime | None
+    test_set_id: int | None
+    cues_updated_at: str | None  # the test set's cue table changes on its own
+    track: tuple[str, int, str] | None  # a QUACKIE track's progress, shown on its board
 
 
-def not_modified(request: HttpRequest, etag: str, last_modified: datetime | None = None) -> HttpResponse | None:
-    """A 304 when the client's copy is current (If-None-Match, else If-Modified-Since), else None."""
-    return get_conditional_response(request, etag=etag,
-                                    last_modified=int(last_modified.timestamp()) if last_modified else None)
+def _state_sql() -> str:
+    # The ORM would spend ten times the query's own cost compiling it on every request.
+    tables = {"task": Task._meta.db_table, "generation": BoardGeneration._meta.db_table,
+              "snapshot": BoardSnapshot._meta.db_table, "test_set": TestSet._meta.db_table,
+              "track": Track._meta.db_table}
+    cues = ("ts.diagnostics -> 'icq' ->> 'updated_at'" if connection.vendor == "postgresql"
+            else "json_extract(ts.diagnostics, '$.icq.updated_at')")
+    return f"""
+        SELECT t.id, t.kind, t.visibility, g.generation, s.stamp, s.computed_at, ts.id, {cues},
+               tr.status, tr.done, tr.updated_at
+        FROM {tables["task"]} t
+        LEFT JOIN {tables["generation"]} g ON g.task_id = t.id
+        LEFT JOIN {tables["snapshot"]} s ON s.key = 'task:' || t.id
+        LEFT JOIN {tables["test_set"]} ts ON ts.task_id = t.id AND ts.is_current
+             AND ts.split = CASE WHEN t.kind = %s THEN %s ELSE %s END
+        LEFT JOIN {tables["track"]} tr ON tr.task_id = t.id
+        WHERE t.slug = %s"""
 
 
-def validators(response: HttpResponse, etag: str, last_modified: datetime | None = None, *,
-               private: bool = False) -> HttpResponse:
-    """ETag (and Last-Modified), and ask caches to check back each time: the board may change
-    any minute, and the check costs a 304."""
-    response["ETag"] = etag
-    if last_modified is not None:
-        response["Last-Modified"] = http_date(last_modified.timestamp())
-    response["Cache-Control"] = "private, no-cache" if private else "no-cache"
-    return response
+def board_state(slug: str) -> BoardState | None:
+    """The state of the task ``slug``'s board (None if there is no such task), whoever may see it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_state_sql(), [Task.CHECKLIST, TestSet.DEV, TestSet.TEST, slug])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    task_id, kind, visibility, generation, stamp, computed_at, test_set_id, cues, *track = found
+    if isinstance(computed_at, str):  # SQLite hands raw SQL its text
+        computed_at = datetime.fromisoformat(computed_at)
+    if computed_at is not None and timezone.is_naive(computed_at):
+        computed_at = timezone.make_aware(computed_at, UTC)
+    expected = task_stamp(Task(pk=task_id, kind=kind), generation or 0)
+    return BoardState(task_id, kind, visibility, stamp, stamp == expected, computed_at, test_set_id,
+                      cues, (track[0], track[1], str(track[2])) if track[0] is not None else None)
+
+
+def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
+    """What the home page shows, as ETag parts (each benchmark, each listed task's stored board
+    stamp), and whether every one of those boards is of its task's latest generation: two
+    queries for any number of benchmarks, tasks and entries."""
+    benchmark, task = Benchmark._meta.db_table, Task._meta.db_table
+    generation, snapshot = BoardGeneration._meta.db_table, BoardSnapshot._meta.db_table
+    marks = ", ".join(["%s"] * len(visibilities))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, slug, name FROM {benchmark} ORDER BY id")
+        parts = [f"{pk}:{slug}:{name}" for pk, slug, name in cursor.fetchall()]
+        cursor.execute(f"""
+            SELECT t.id, t.kind, g.generation, s.stamp FROM {task} t
+            LEFT JOIN {generation} g ON g.task_id = t.id
+            LEFT JOIN {snapshot} s ON s.key = 'task:' || t.id
+            WHERE t.visibility IN ({marks}) ORDER BY t.id""", visibilities)
+        tasks = cursor.fetchall()
+    up_to_date = all(stamp == task_stamp(Task(pk=pk, kind=kind), gen or 0) for pk, kind, gen, stamp in tasks)
+    return parts + [f"t{pk}.{stamp}" for pk, _, _, stamp in tasks], up_to_date
+
+
+def current_stamp(state: BoardState) -> tuple[str, datetime]:
+    """The stamp and date of the board a request shows: the stored one when it is current, else
+    whatever ``task_boards`` decides (compute it now, or show the stored one while a worker does)."""
+    if state.up_to_date and state.stamp is not None and state.computed_at is not None:
+        return f"t{state.task_id}.{state.stamp}", state.computed_at
+    board = task_board(Task.objects.get(pk=state.task_id), "summary")
+    return board.stamp, board.computed_at

@@ -1,17 +1,17 @@
-"""Public pages of the boards: home, task board (with its CSV), benchmark average board,
-skills board and the compare page."""
-import csv
+"""Public pages of the boards: home, task board, benchmark average board, skills board and the
+compare page (their CSV exports: leaderboards/exports.py)."""
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from django.contrib.messages import get_messages
-from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from benchmark.cues import public_cue_table
-from benchmark.models import Benchmark, Task, TestSet
+from benchmark.models import Benchmark, Task, TestSet, Visibility
 from benchmark.skill_listing import skill_listing
+from core.conditional import stored_response, strong_etag, unchanged, weaken_for_gzip, with_validators
 from core.jobs import WAITING
 from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.stats import TIER_PROCEDURE
@@ -19,7 +19,17 @@ from submissions.selectors import public_skill_submissions
 
 from . import wording
 from .compare import CompareError, compare, visible_submission
-from .store import RELEASE, benchmark_board, etag_for, not_modified, task_board, task_boards, validators
+from .ordering import Order, OrderError, read_order, starts_descending
+from .store import (
+    RELEASE,
+    benchmark_board,
+    board_state,
+    current_stamp,
+    listed_stamps,
+    page_rows,
+    task_board,
+    task_boards,
+)
 
 
 def viewer(request: HttpRequest) -> str:
@@ -38,39 +48,39 @@ def conditional_page(request: HttpRequest, parts: Sequence[object], render_page:
     cache. A page carrying a one-time message is always rendered, without an ETag."""
     if len(get_messages(request)):
         return render_page()
-    etag = etag_for(RELEASE, viewer(request), *parts)
-    unchanged = not_modified(request, etag)
-    if unchanged is not None:
-        return unchanged
+    etag = strong_etag(RELEASE, viewer(request), *parts)
+    answer = unchanged(request, etag, private=True)
+    if answer is not None:
+        return answer
     if request.user.is_authenticated:
-        return validators(render_page(), etag, private=True)
-    key = f"page:{etag}"
-    body = cache.get(key)
-    if body is None:
-        response = render_page()
-        if response.status_code == 200:
-            cache.set(key, response.content, PAGE_CACHE_SECONDS)
-        return validators(response, etag, private=True)
-    return validators(HttpResponse(body, content_type="text/html; charset=utf-8"), etag, private=True)
+        return with_validators(render_page(), etag, private=True)
+    response = stored_response(request, f"page:{etag}", render_page, seconds=PAGE_CACHE_SECONDS,
+                               content_type="text/html; charset=utf-8")
+    return weaken_for_gzip(with_validators(response, etag, private=True))
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    # The hot path: two queries decide between a 304, a page rendered earlier and rendering.
+    visibilities = Visibility.listed_for(request.user)
+    parts, up_to_date = listed_stamps(visibilities)
+    if not up_to_date:  # compute what is missing (or let a worker do it) first, as the page would
+        task_boards(list(Task.objects.filter(visibility__in=visibilities)), "summary")
+        parts, _ = listed_stamps(visibilities)
+    return conditional_page(request, parts, lambda: home_page(request))
+
+
+def home_page(request: HttpRequest) -> HttpResponse:
     benchmarks = list(Benchmark.objects.prefetch_related("tasks"))
     listed = {benchmark.pk: list(benchmark.tasks.listed_for(request.user)) for benchmark in benchmarks}
     boards = task_boards([task for tasks in listed.values() for task in tasks], "summary")
-
-    def page() -> HttpResponse:
-        cards = []
-        for benchmark in benchmarks:
-            tasks = [home_row(task, boards[task.pk].payload) for task in listed[benchmark.pk]]
-            # One metric for the whole card names the score column; otherwise each cell names its own.
-            labels = {t["metric_label"] for t in tasks}
-            cards.append({"benchmark": benchmark, "tasks": tasks,
-                          "metric_label": labels.pop() if len(labels) == 1 else ""})
-        return render(request, "leaderboards/home.html", {"cards": cards})
-
-    return conditional_page(request, [f"{b.pk}:{b.slug}:{b.name}" for b in benchmarks]
-                            + [board.stamp for board in boards.values()], page)
+    cards = []
+    for benchmark in benchmarks:
+        tasks = [home_row(task, boards[task.pk].payload) for task in listed[benchmark.pk]]
+        # One metric for the whole card names the score column; otherwise each cell names its own.
+        labels = {t["metric_label"] for t in tasks}
+        cards.append({"benchmark": benchmark, "tasks": tasks,
+                      "metric_label": labels.pop() if len(labels) == 1 else ""})
+    return render(request, "leaderboards/home.html", {"cards": cards})
 
 
 def home_row(task: Task, summary: dict[str, Any]) -> dict[str, Any]:
@@ -103,22 +113,40 @@ def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str,
         yield {**row, "cells": cells, "primary_cell": cells[task.primary_index]}
 
 
+#: Rows per page of a task board (the API's ``limit`` defaults to the same).
+BOARD_PAGE_ROWS = 100
+
+
 def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task.objects.visible_to(request.user).select_related("benchmark"), slug=slug)
-    test_set = task.current_test_set()
-    stamp = task_board(task, "summary").stamp  # the rows are read only if the page is rendered
-    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    # The hot path: one query decides between a 304, a page rendered earlier and rendering.
+    state = board_state(slug)
+    if state is None or state.visibility not in Visibility.reachable_by(request.user):
+        raise Http404("No Task matches the given query.")
+    try:
+        order = read_order(Task(pk=state.task_id, kind=state.kind), request.GET.get("sort"), request.GET.get("order"))
+    except OrderError as exc:
+        raise BadRequest(str(exc)) from None
+    page_number = request.GET.get("page", "1")
+    if not page_number.isdigit() or int(page_number) < 1:
+        raise BadRequest("page: a page number (1, 2, ...)")
+    stamp, _ = current_stamp(state)
     # Besides the board: the test set's cue table and the track's progress, which change on their own.
-    parts = [stamp, test_set.pk if test_set else None,
-             ((test_set.diagnostics or {}).get("icq") or {}).get("updated_at") if test_set else None,
-             (track.status, track.done, track.updated_at) if track is not None else None]
-    return conditional_page(request, parts, lambda: board_page(request, task, test_set, track))
+    parts = [stamp, state.test_set_id, state.cues_updated_at, state.track, order, int(page_number)]
+    return conditional_page(request, parts, lambda: board_page(request, state.task_id, order, int(page_number)))
 
 
-def board_page(request: HttpRequest, task: Task, test_set: TestSet | None, track: Any) -> HttpResponse:
+def board_page(request: HttpRequest, task_id: int, order: Order, page_number: int) -> HttpResponse:
+    task = Task.objects.select_related("benchmark").get(pk=task_id)
+    test_set = task.current_test_set()
+    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
     board = task_board(task)
+    n_rows = board.payload["n_rows"]
+    n_pages = max(1, -(-n_rows // BOARD_PAGE_ROWS))
+    if page_number > n_pages:
+        raise Http404(f"This board has {n_pages} page{'s' if n_pages != 1 else ''}.")
     cues = cue_table(test_set)
-    rows = list(table_rows(task, board.payload["rows"]))
+    rows = list(table_rows(task, page_rows(board, task, order.sort, order.descending,
+                                           (page_number - 1) * BOARD_PAGE_ROWS, BOARD_PAGE_ROWS)))
     return render(request, "leaderboards/leaderboard.html", {
         "track": track,
         "refresh": (track is not None and track.status in WAITING)
@@ -127,13 +155,55 @@ def board_page(request: HttpRequest, task: Task, test_set: TestSet | None, track
         "task": task,
         "test_set": test_set,
         "rows": rows,
-        "columns": task.metric_columns,
+        "headers": sort_headers(task, order, request.path),
+        "pages": page_links(request.path, order, page_number, n_pages),
+        "first_row": (page_number - 1) * BOARD_PAGE_ROWS + 1, "n_rows": n_rows,
+        "last_row": (page_number - 1) * BOARD_PAGE_ROWS + len(rows),
+        "sorted_by": "" if order.is_default else order.label(task),
         "primary_label": dict(task.metric_columns)[task.primary_metric],
-        "has_submissions": any(r["kind"] == "submission" for r in rows),
+        "has_submissions": board.payload["n_submissions"] > 0,
         "awaiting_rescore": board.payload["awaiting_rescore"],
         "tier_procedure": TIER_PROCEDURE,
         "wording": wording.wording_for(task.kind),
     })
+
+
+def sort_headers(task: Task, order: Order, path: str) -> list[dict[str, Any]]:
+    """The board's column headers, each a link that sorts by it: first in its natural direction
+    (scores best first, names A to Z), then, once sorted by it, the other way."""
+    def header(key: str, label: str, css: str, title: str = "") -> dict[str, Any]:
+        current = order.sort == key or (key == "rank" and order.sort == "tier")
+        flipped = Order(key, not order.descending) if current else Order(key, starts_descending(task, key))
+        return {"label": label, "css": css, "title": title, "href": f"{path}?{flipped.query}",
+                "aria_sort": ("descending" if order.descending else "ascending") if current else None}
+
+    primary = dict(task.metric_columns)[task.primary_metric]
+    headers = [header("rank", "Rank", "num rank"), header("system", "System", "")]
+    headers += [header(key, label, "num " + ("primary" if key == task.primary_metric else "secondary"))
+                for key, label in task.metric_columns]
+    if task.kind == Task.INTERPRETATION:
+        headers.append(header("fails", "Fails / no SNR", "num secondary",
+                              "samples whose scores failed (wrong length, NaN or missing): excluded from the means; "
+                              "samples without an SNR (no signal or no noise sentence)"))
+    headers.append(header("ci", f"95% CI ({primary})", "secondary", "sorts by the lower end of the interval"))
+    headers.append(header("tier", "Tier", "num",
+                          "An entry's tier: it is not significantly worse than the first entry of its tier "
+                          "(paired test, α = 0.05, corrected for comparing against the best)"))
+    return headers
+
+
+def page_links(path: str, order: Order, page_number: int, n_pages: int) -> dict[str, Any] | None:
+    if n_pages == 1:
+        return None
+    query = "" if order.is_default else order.query + "&"
+
+    def link(number: int) -> str:
+        return f"{path}?{query}page={number}"
+
+    return {"number": page_number, "count": n_pages,
+            "previous": link(page_number - 1) if page_number > 1 else None,
+            "next": link(page_number + 1) if page_number < n_pages else None,
+            "first": link(1), "last": link(n_pages)}
 
 
 def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
@@ -150,42 +220,6 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
     rows = [{**cue, "reference_text": dist(cue["reference_dist"]), "test_text": dist(cue.get("test_dist") or {})}
             for cue in part.get("cues", [])]
     return {**part, "rows": rows, "prior_text": dist(rows[0].get("prior") or {}) if rows else ""}
-
-
-# A spreadsheet runs a cell that starts with one of these as a formula: a method name such as
-# =HYPERLINK(...) must reach it as text (OWASP's CSV injection advice: prefix a quote).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(value: object) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def csv_number(value: float | None) -> str:
-    """A score for the CSV: three decimals, or empty when undefined (e.g. SNR with no signal)."""
-    return "" if value is None else f"{value:.3f}"
-
-
-def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{task.slug}-leaderboard.csv"'
-    writer = csv.writer(response)
-    keys = [key for key, _ in task.metric_columns]
-    writer.writerow(["rank", "method", "team", "date", "reported", "kind"] + keys
-                    + [f"{k}_ci_low" for k in keys] + [f"{k}_ci_high" for k in keys] + ["source", "url"])
-    for row in task_board(task).payload["rows"]:
-        ci = row["ci"] or {}
-        writer.writerow(
-            [row["rank"] or "", csv_text(row["method"]), csv_text(row["team"]), row["date"] or "", row["reported"],
-             row["kind"]]
-            + [csv_number(row["scores"].get(k)) for k in keys]
-            + [csv_number((ci.get(k) or (None, None))[0]) for k in keys]
-            + [csv_number((ci.get(k) or (None, None))[1]) for k in keys]
-            + [csv_text(row["source"]), csv_text(row["url"])]
-        )
-    return response
 
 
 def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:

@@ -1,15 +1,44 @@
 """CACHE_URL (config/settings.py): every process of a deployment must share one cache."""
+import stat
+
 import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config.settings import cache_from_url
+from config.settings import cache_from_url, embedded_cache_dir
 
 
-def test_the_default_is_a_file_cache_under_var_that_every_process_shares():
+def test_the_default_is_a_file_cache_that_every_process_of_the_deployment_shares():
     default = cache_from_url("")
     assert default["BACKEND"].endswith("FileBasedCache")
-    assert default["LOCATION"] == str(settings.VAR_DIR / "cache")
+    assert default["LOCATION"] == str(embedded_cache_dir(settings.VAR_DIR))
+    assert cache_from_url("")["LOCATION"] == default["LOCATION"]  # every process finds the same folder
+
+
+def test_the_embedded_cache_lives_in_a_private_folder_in_shared_memory(tmp_path):
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    folder = embedded_cache_dir(tmp_path / "var", memory)
+    assert folder.parent == memory and folder.is_dir()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert embedded_cache_dir(tmp_path / "var", memory) == folder
+    assert embedded_cache_dir(tmp_path / "other-var", memory) != folder  # another deployment, another cache
+
+
+def test_a_folder_others_can_write_to_is_not_used(tmp_path):
+    # The cache holds pickles: a folder someone else prepared under our name would let them run code.
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    folder = embedded_cache_dir(tmp_path / "var", memory)
+    folder.chmod(0o777)
+    assert embedded_cache_dir(tmp_path / "var", memory) == tmp_path / "var" / "cache"
+    folder.rmdir()
+    folder.symlink_to(tmp_path)  # a link planted in its place is not followed either
+    assert embedded_cache_dir(tmp_path / "var", memory) == tmp_path / "var" / "cache"
+
+
+def test_without_shared_memory_the_cache_is_under_var(tmp_path):
+    assert embedded_cache_dir(tmp_path / "var", tmp_path / "no-such-dir") == tmp_path / "var" / "cache"
 
 
 def test_redis_file_and_locmem_urls():

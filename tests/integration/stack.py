@@ -2,6 +2,7 @@
 worker(s) and beat as separate processes, each configured only through the environment, just
 as scripts/run.sh starts them. Used by the integration and browser tests and by benchmarks."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -148,6 +149,11 @@ class Stack:
                 except ProcessLookupError:
                     pass
             self.procs.pop(name, None)
+        # The embedded cache lives in shared memory, outside the stack's folder: a test leaves none behind.
+        if "CACHE_URL" not in self.env:
+            from config.settings import embedded_cache_dir  # noqa: PLC0415  # reads the environment on import
+
+            shutil.rmtree(embedded_cache_dir(self.root / "var"), ignore_errors=True)
 
     def _wait(self, ready, what, name, timeout=60):
         deadline = time.monotonic() + timeout
@@ -188,7 +194,8 @@ class Stack:
         return body["token"]
 
     def upload(self, token, slug, content, method_name="Integration system", filename="predictions.json"):
-        return Client(self.url, token).submit(slug, content, method_name=method_name, filename=filename)
+        # Public, so that the tests find their entries on the boards (a new account's default is private).
+        return Client(self.url, token).submit(slug, content, method_name=method_name, filename=filename, public=True)
 
     def wait_for(self, submission_id, token, statuses=("scored", "failed", "rejected"), timeout=60):
         deadline = time.monotonic() + timeout

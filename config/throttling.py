@@ -1,0 +1,48 @@
+"""The API's rate limits (``API_RATE_ANON`` per client address, ``API_RATE_USER`` per account;
+DRF's ``DEFAULT_THROTTLE_RATES``) as fixed windows in the shared cache (core.rate_limits): the
+same limits DRF's throttles would apply, at a constant cost per request."""
+from typing import TYPE_CHECKING, Any
+
+from django.core.cache import cache
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+from core.rate_limits import parse_rate, spend
+
+if TYPE_CHECKING:  # DRF imports this module while rest_framework.views is loading
+    from rest_framework.request import Request
+
+
+class WindowThrottle(BaseThrottle):
+    scope = ""
+
+    def client(self, request: "Request") -> str | None:
+        """Who is counted, or None when this throttle does not apply to the request."""
+        raise NotImplementedError
+
+    def allow_request(self, request: "Request", view: Any) -> bool:
+        self.wait_seconds: float | None = None
+        client = self.client(request)
+        if client is None:
+            return True
+        limit, period = parse_rate(str(api_settings.DEFAULT_THROTTLE_RATES[self.scope]), f"the {self.scope} API rate")
+        self.wait_seconds = spend(cache, f"api-{self.scope}", client, limit, period)
+        return self.wait_seconds is None
+
+    def wait(self) -> float | None:
+        return self.wait_seconds
+
+
+class AnonWindowThrottle(WindowThrottle):
+    scope = "anon"
+
+    def client(self, request: "Request") -> str | None:
+        # get_ident: the address, behind NUM_PROXIES trusted proxies the forwarded one.
+        return None if request.user and request.user.is_authenticated else self.get_ident(request)
+
+
+class UserWindowThrottle(WindowThrottle):
+    scope = "user"
+
+    def client(self, request: "Request") -> str | None:
+        return str(request.user.pk) if request.user and request.user.is_authenticated else None

@@ -1,0 +1,107 @@
+"""Conditional GET (RFC 9110, section 13): answers that carry an ``ETag`` and ``Last-Modified``,
+a ``304 Not Modified`` without a body when the client already holds the current copy, and how
+the OpenAPI schema documents both.
+
+For an operation that can answer 304, write its schema as
+
+    @extend_schema(responses={200: TheSerializer, 304: NOT_MODIFIED}, parameters=CONDITIONAL_HEADERS)
+
+``NOT_MODIFIED`` is the 304 (no body, so no content type); ``CONDITIONAL_HEADERS`` are the
+request headers that ask for it and the validators sent with the 200 and the 304."""
+import hashlib
+import re
+from collections.abc import Callable
+from datetime import datetime
+
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.utils.cache import get_conditional_response, patch_vary_headers
+from django.utils.http import http_date, quote_etag
+from django.utils.text import compress_string
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+
+def strong_etag(*parts: object) -> str:
+    """A strong ETag (quoted) from whatever identifies the representation's bytes."""
+    return quote_etag(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:32])
+
+
+def with_validators(response: HttpResponse, etag: str, last_modified: datetime | None = None, *,
+                    private: bool = False) -> HttpResponse:
+    """``ETag`` (and ``Last-Modified``), and ask caches to check back each time (a check costs a
+    304). ``private``: only the client may keep it (e.g. what only staff may see)."""
+    response["ETag"] = etag
+    if last_modified is not None:
+        response["Last-Modified"] = http_date(last_modified.timestamp())
+    response["Cache-Control"] = "private, no-cache" if private else "no-cache"
+    return response
+
+
+def unchanged(request: HttpRequest, etag: str, last_modified: datetime | None = None, *,
+              private: bool = False) -> HttpResponse | None:
+    """The 304 when the client's copy is current (``If-None-Match``, else ``If-Modified-Since``),
+    else None. The 304 carries the validators the 200 would have (RFC 9110, 15.4.5), so that a
+    client and any cache on the way keep a current copy. Django's weak comparison for
+    ``If-None-Match`` also matches the ``W/`` form GZipMiddleware gives a compressed answer."""
+    answer = get_conditional_response(request, etag=etag,
+                                      last_modified=int(last_modified.timestamp()) if last_modified else None)
+    return None if answer is None else with_validators(answer, etag, last_modified, private=private)
+
+
+ACCEPTS_GZIP = re.compile(r"\bgzip\b")
+
+
+def stored_response(request: HttpRequest, key: str, render: Callable[[], HttpResponse], *, seconds: int,
+                    content_type: str) -> HttpResponse:
+    """The answer stored in the shared cache under ``key`` (which must name everything the bytes
+    depend on: an ETag), rendered by ``render`` on a miss (kept only if it is a 200). Stored plain
+    and gzipped, so that neither a hit nor a client that accepts gzip costs a compression: the
+    page of a 1,000-entry board takes longer to compress than to serve. The gzipped copy has no
+    random padding against BREACH: a stored answer is the same for everyone and holds no secret."""
+    gzipped = bool(ACCEPTS_GZIP.search(request.META.get("HTTP_ACCEPT_ENCODING", "")))
+    body = cache.get(f"{key}:{'gzip' if gzipped else 'plain'}")
+    if body is None:
+        response = render()
+        if response.status_code != 200:
+            return response
+        body = response.content
+        packed = compress_string(body)
+        cache.set_many({f"{key}:plain": body, f"{key}:gzip": packed}, seconds)
+        if not gzipped:
+            return response
+        body = packed
+    response = HttpResponse(body, content_type=content_type)
+    patch_vary_headers(response, ("Accept-Encoding",))
+    if gzipped:  # GZipMiddleware leaves an answer that has an encoding alone
+        response["Content-Encoding"] = "gzip"
+    return response
+
+
+def weaken_for_gzip(response: HttpResponse) -> HttpResponse:
+    """A gzipped answer's ETag is weak (``W/``), as GZipMiddleware makes it: the bytes differ
+    from the plain answer's; ``If-None-Match`` compares weakly, so either form matches."""
+    etag = response.get("ETag", "")
+    if response.get("Content-Encoding") == "gzip" and etag.startswith('"'):
+        response["ETag"] = "W/" + etag
+    return response
+
+
+# -- OpenAPI --------------------------------------------------------------------------------
+#: The 304 of an operation that answers conditional GETs: no body.
+NOT_MODIFIED = OpenApiResponse(
+    description="Not Modified: the copy named by If-None-Match (or, without it, dated by If-Modified-Since) "
+                "is current. No body; the ETag and Last-Modified headers are those of the current answer.")
+
+#: The request headers of a conditional GET and the validators of its answers (200 and 304).
+CONDITIONAL_HEADERS = [
+    OpenApiParameter("If-None-Match", OpenApiTypes.STR, OpenApiParameter.HEADER,
+                     description="ETag(s) of copies the client holds: 304 when one of them is current."),
+    OpenApiParameter("If-Modified-Since", OpenApiTypes.STR, OpenApiParameter.HEADER,
+                     description="HTTP date of the client's copy: 304 when nothing changed since "
+                                 "(ignored when If-None-Match is sent)."),
+    OpenApiParameter("ETag", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 304],
+                     description="Validator of the answer, for If-None-Match; W/-prefixed when the answer is gzipped."),
+    OpenApiParameter("Last-Modified", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 304],
+                     description="When the answer last changed (HTTP date), for If-Modified-Since."),
+]
