@@ -2,7 +2,6 @@
 carries the id in its headers, and a real worker (Celery's own consumer and tracer, in a thread
 of this process, on an in-memory broker) runs the task, and logs its lines, under that id, then
 forgets it before its next task."""
-import io
 import logging
 import queue
 import threading
@@ -26,16 +25,6 @@ def memory_app(queue_name):
     app.conf.update(task_default_queue=queue_name, worker_hijack_root_logger=False, task_ignore_result=True,
                     broker_connection_retry_on_startup=False)
     return app
-
-
-@pytest.fixture
-def console():
-    """What the configured console handler (with the request id filter) writes during a test."""
-    [handler] = [h for h in logging.getLogger().handlers if h.get_name() == "console"]
-    stream = io.StringIO()
-    previous = handler.setStream(stream)
-    yield stream
-    handler.setStream(previous)
 
 
 @pytest.fixture

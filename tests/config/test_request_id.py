@@ -1,6 +1,5 @@
 """Request ids (config/request_id.py): on every answer and on every log line of its request,
 including the line Django writes after the middleware returned; LOG_FORMAT=json."""
-import io
 import json
 import logging
 import runpy
@@ -13,16 +12,6 @@ from django.test import Client
 from config.request_id import HEADER, NO_REQUEST, JsonFormatter, RequestIdFilter, current_request_id
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def console():
-    """What the configured console handler writes, for the length of a test."""
-    [handler] = [h for h in logging.getLogger().handlers if h.get_name() == "console"]
-    stream = io.StringIO()
-    previous = handler.setStream(stream)
-    yield stream
-    handler.setStream(previous)
 
 
 def test_a_new_id_on_every_answer():

@@ -1,19 +1,17 @@
 """The client against the /api/v1/ conventions: lists read to their last page, problem details
 (RFC 9457) turned into one line and an exit code, the older ``error`` member still read."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from expbench_client.client import Client
 from expbench_client.errors import ExitCode, Subject, describe_body, error_for_status
+from tests.expbench_client.local_server import JsonHandler, serve
 
 ITEMS = [{"id": n} for n in range(1, 8)]
 
 
-class PagedList(BaseHTTPRequestHandler):
+class PagedList(JsonHandler):
     """GET /base/api/v1/items/: ITEMS in pages of 3 whose ``next`` names the server as
     https://public.example (what a server behind a proxy may say); page 3 of /broken/ is a 500."""
 
@@ -33,27 +31,12 @@ class PagedList(BaseHTTPRequestHandler):
                 if following < len(ITEMS) else None}
         self.answer(200, body)
 
-    def answer(self, status, body):
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def server():
     PagedList.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), PagedList)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/base"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(PagedList) as url:
+        yield f"{url}/base"
 
 
 def test_a_paged_list_is_read_to_its_last_page_on_the_same_server(server):

@@ -4,14 +4,12 @@ with the very bytes this client sends). Here the command runs against a small st
 on localhost that records what arrives."""
 import email
 import email.policy
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from expbench_client.cli import build_parser, main
 from expbench_client.client import encode_multipart, upload_fields
+from tests.expbench_client.local_server import JsonHandler, serve
 
 
 def form_fields(body, content_type):
@@ -22,7 +20,7 @@ def form_fields(body, content_type):
             for part in message.iter_parts() if not part.get_filename()}
 
 
-class Recorder(BaseHTTPRequestHandler):
+class Recorder(JsonHandler):
     """Answers an upload as the server would: 201 and the entry, public as asked, else the account's
     default (private here, as for a new account). The quota read gets a 404 (the line omits it)."""
     uploads: list = []
@@ -37,29 +35,12 @@ class Recorder(BaseHTTPRequestHandler):
     def do_GET(self):
         self.answer(404, {"detail": "Not found."})
 
-    def answer(self, status, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):  # keep the test output clean
-        pass
-
 
 @pytest.fixture
 def server():
     Recorder.uploads = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", Recorder.uploads
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(Recorder) as url:
+        yield url, Recorder.uploads
 
 
 @pytest.mark.parametrize("flags, sent, shown", [
