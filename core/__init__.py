@@ -1,2 +1,4 @@
 """Shared plumbing of the Django apps, below all of them: the background-job protocol
-(``core.jobs``) and the template filters (``core.templatetags``). No models."""
+(``core.jobs``), conditional GET and stored answers (``core.conditional``), rate limits
+(``core.rate_limits``), query parameters (``core.query_params``) and the template filters
+(``core.templatetags``). No models."""

@@ -334,7 +334,8 @@ def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
             LEFT JOIN {snapshot} s ON s.key = 'task:' || t.id
             WHERE t.visibility IN ({marks}) ORDER BY t.id""", visibilities)
         tasks = cursor.fetchall()
-    up_to_date = all(stamp == task_stamp(Task(pk=pk, kind=kind), gen or 0) for pk, kind, gen, stamp in tasks)
+    by_kind = {kind: Task(kind=kind) for kind in {kind for _, kind, _, _ in tasks}}  # a model instance costs
+    up_to_date = all(stamp == task_stamp(by_kind[kind], gen or 0) for _, kind, gen, stamp in tasks)
     return parts + [f"t{pk}.{stamp}" for pk, _, _, stamp in tasks], up_to_date
 
 
