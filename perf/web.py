@@ -272,6 +272,8 @@ def main() -> None:
                 warm_boards()
                 warmed = time.perf_counter() - started
                 queries = queries_per_request({k: v for k, v in paths.items() if k != "bare"})
+                sizes = {name: (len(get(stack.port, path, {})[2]), len(get(stack.port, path, CLIENT_HEADERS)[2]))
+                         for name, path in paths.items() if name != "bare"}
                 for path in paths.values():  # each worker's first request of each page: not counted
                     for _ in range(4):
                         get(stack.port, path)
@@ -283,7 +285,7 @@ def main() -> None:
                         done[name] += count
                         spent[name] += elapsed
                 rps = {name: done[name] / spent[name] for name in paths}
-                table.append((n, rps, queries))
+                table.append((n, rps, queries, sizes))
                 print(f"N={n}: seeded in {seeded:.0f} s, boards warmed in {warmed:.0f} s; "
                       + ", ".join(f"{name} {rps[name]:.1f}/s ({done[name]} requests)" for name in paths),
                       flush=True)
@@ -296,11 +298,15 @@ def main() -> None:
           f"rendering)")
     print(f"{'N':>6} {'board':>16} {'API':>16} {'home':>16} {'bare':>8} {'board/bare':>11} {'API/bare':>9} "
           f"{'home/bare':>10}")
-    for n, rps, queries in table:
+    for n, rps, queries, _ in table:
         print(f"{n:>6} {rps['board']:>8.1f} ({queries['board']:>5}) {rps['api']:>8.1f} ({queries['api']:>5}) "
               f"{rps['home']:>8.1f} ({queries['home']:>5}) {rps['bare']:>8.1f} {rps['board'] / rps['bare']:>11.3f} "
               f"{rps['api'] / rps['bare']:>9.3f} {rps['home'] / rps['bare']:>10.3f}")
-    at_1000 = next(rps for n, rps, _ in table if n == 1000)
+    print()
+    print("bytes per answer, plain -> gzip:")
+    for n, _, _, sizes in table:
+        print(f"{n:>6} " + "  ".join(f"{name} {plain:,} -> {packed:,}" for name, (plain, packed) in sizes.items()))
+    at_1000 = next(rps for n, rps, _, _ in table if n == 1000)
     print(f"ratio: {at_1000['board'] / at_1000['bare']:.3f}")
 
 
