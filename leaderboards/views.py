@@ -109,6 +109,7 @@ def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str,
                 "high": ci[1] if ci else None,
                 "half": (ci[1] - ci[0]) / 2 if ci else None,
                 "primary": key == task.primary_metric,
+                "key": key,
             })
         yield {**row, "cells": cells, "primary_cell": cells[task.primary_index]}
 
@@ -160,6 +161,7 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "first_row": (page_number - 1) * BOARD_PAGE_ROWS + 1, "n_rows": n_rows,
         "last_row": (page_number - 1) * BOARD_PAGE_ROWS + len(rows),
         "sorted_by": "" if order.is_default else order.label(task),
+        "sorted_column": order.sort,
         "primary_label": dict(task.metric_columns)[task.primary_metric],
         "has_submissions": board.payload["n_submissions"] > 0,
         "awaiting_rescore": board.payload["awaiting_rescore"],
@@ -174,7 +176,8 @@ def sort_headers(task: Task, order: Order, path: str) -> list[dict[str, Any]]:
     def header(key: str, label: str, css: str, title: str = "") -> dict[str, Any]:
         current = order.sort == key or (key == "rank" and order.sort == "tier")
         flipped = Order(key, not order.descending) if current else Order(key, starts_descending(task, key))
-        return {"label": label, "css": css, "title": title, "href": f"{path}?{flipped.query}",
+        return {"label": label, "css": css + (" sorted" if current else ""), "title": title,
+                "href": f"{path}?{flipped.query}",
                 "aria_sort": ("descending" if order.descending else "ascending") if current else None}
 
     primary = dict(task.metric_columns)[task.primary_metric]
