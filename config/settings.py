@@ -157,13 +157,12 @@ def cache_from_url(url: str) -> dict:
     (``embedded_cache_dir``); redis://... for several machines; locmem:// (one process only) for
     tests."""
     if not url:
-        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                "LOCATION": str(embedded_cache_dir(VAR_DIR))}
+        return {"BACKEND": "config.file_cache.SharedFileCache", "LOCATION": str(embedded_cache_dir(VAR_DIR))}
     scheme = url.split("://", 1)[0]
     if scheme in ("redis", "rediss", "unix"):
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
     if scheme == "file":
-        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": url[len("file://"):]}
+        return {"BACKEND": "config.file_cache.SharedFileCache", "LOCATION": url[len("file://"):]}
     if scheme == "locmem":
         return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     raise ImproperlyConfigured(f"CACHE_URL: unknown scheme in {url!r} (redis://, file:///path or locmem://)")

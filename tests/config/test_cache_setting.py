@@ -10,7 +10,7 @@ from config.settings import cache_from_url, embedded_cache_dir
 
 def test_the_default_is_a_file_cache_that_every_process_of_the_deployment_shares():
     default = cache_from_url("")
-    assert default["BACKEND"].endswith("FileBasedCache")
+    assert default["BACKEND"] == "config.file_cache.SharedFileCache"
     assert default["LOCATION"] == str(embedded_cache_dir(settings.VAR_DIR))
     assert cache_from_url("")["LOCATION"] == default["LOCATION"]  # every process finds the same folder
 
@@ -51,3 +51,19 @@ def test_redis_file_and_locmem_urls():
 def test_an_unknown_scheme_is_a_clear_configuration_error():
     with pytest.raises(ImproperlyConfigured, match="CACHE_URL"):
         cache_from_url("memcached://127.0.0.1:11211")
+
+
+def test_the_file_cache_still_culls_when_it_counts_less_often(tmp_path):
+    import random
+
+    from config.file_cache import CULL_CHECK_EVERY, SharedFileCache
+
+    random.seed(1)
+    cache = SharedFileCache(str(tmp_path / "cache"), {"OPTIONS": {"MAX_ENTRIES": 20, "CULL_FREQUENCY": 2}})
+    sizes = []
+    for i in range(600):
+        cache.set(f"key-{i}", i)
+        sizes.append(len(list((tmp_path / "cache").iterdir())))
+    # Never more than the limit plus the writes between two counts (a few times CULL_CHECK_EVERY).
+    assert max(sizes) < 20 + 6 * CULL_CHECK_EVERY
+    assert sizes[-1] < 600 and cache.get("key-599") == 599
