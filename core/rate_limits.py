@@ -24,10 +24,8 @@ def spend(cache: BaseCache, scope: str, client: str, limit: int, period: int) ->
     seconds, else the seconds until the current window ends."""
     now = time.time()
     key = f"rate:{scope}:{client}:{int(now // period)}"
-    cache.add(key, 0, timeout=period + 1)
     try:
-        spent = cache.incr(key)
-    except ValueError:  # expired between add and incr: the first request of a window
-        cache.set(key, 1, timeout=period + 1)
-        spent = 1
+        spent = cache.incr(key)  # the common case: the window's counter exists
+    except ValueError:  # the first request of a window (or the counter expired)
+        spent = 1 if cache.add(key, 1, timeout=period + 1) else cache.incr(key)  # unless another process won
     return None if spent <= limit else period - (now % period)
