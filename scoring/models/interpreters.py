@@ -384,7 +384,9 @@ def interpret_many(names: Sequence[str], model, question: str, context: str,
     calling ``interpret`` per name, at about half the cost). A ``HostedModel`` also shares
     forward passes between families (``shared_forward_passes``): the unperturbed and emptied
     contexts and any perturbed text two methods both ask for are run once, and the gradient
-    methods share one encoding and embedding of the sample."""
+    methods share one encoding and embedding of the sample: a shared probability equals the
+    unshared one to float rounding, which SHAP_10's singular 10-row regression can amplify into
+    a different word weight (docs/quackie_models.md §5)."""
     sentences = list(sentences)
     explained: dict[str, Callable] = {}
     result = {}
