@@ -19,9 +19,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from celery import Celery  # noqa: E402
 from kombu import Exchange, Queue  # noqa: E402
 
-# Connects the signal handlers that carry a request's id into the tasks it sends, in every
-# process that loads the app: the web (sending) and the workers (running).
-from . import request_id  # noqa: E402, F401
+from .request_id import connect_celery_signals  # noqa: E402
+
+# In every process that loads the app: the web (sending) and the workers (running).
+connect_celery_signals()
 
 QUEUES = ["scoring", "reaper", "models", "sandbox", "maintenance"]
 REAPERS = ["submissions.tasks.reap_stuck_submissions", "benchmark.tasks.reap_stuck_jobs"]

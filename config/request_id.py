@@ -96,9 +96,12 @@ def drop_request_id(task: Any = None, **kwargs: Any) -> None:
         current_request_id.set(NO_REQUEST)
 
 
-before_task_publish.connect(add_request_id_header, dispatch_uid="config.request_id.publish")
-task_prerun.connect(take_request_id, dispatch_uid="config.request_id.prerun")
-task_postrun.connect(drop_request_id, dispatch_uid="config.request_id.postrun")
+def connect_celery_signals() -> None:
+    """Carry a request's id into the tasks it sends and run them under it: called by the Celery
+    app (config/celery.py), so every process that loads it, web and workers, connects them."""
+    before_task_publish.connect(add_request_id_header, dispatch_uid="config.request_id.publish")
+    task_prerun.connect(take_request_id, dispatch_uid="config.request_id.prerun")
+    task_postrun.connect(drop_request_id, dispatch_uid="config.request_id.postrun")
 
 
 class RequestIdFilter(logging.Filter):
