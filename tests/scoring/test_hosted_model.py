@@ -325,3 +325,145 @@ def test_loading_follows_the_device_setting(model_dirs, monkeypatch):
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert model.device.type == expected
     assert next(model.network.parameters()).device.type == expected
+
+
+# ------------------------------------------------------------------ fast classifier paths
+
+def full_network_p_answer(model, questions, contexts):
+    """P(answer) from the whole network, one row at a time (no batch, no fast path)."""
+    values = []
+    for question, context in zip(questions, contexts):
+        encoding = model.tokenizer(question, context, truncation=True, max_length=model.max_length,
+                                   return_tensors="pt")
+        with torch.no_grad():
+            logits = model.network(**encoding).logits
+        values.append(float(torch.softmax(logits, dim=-1)[0, 1]))
+    return np.array(values)
+
+
+def test_the_classifier_runs_its_last_layer_for_the_first_position_only(classifier):
+    """The head reads position 0 only: the last layer computed for it alone gives the same
+    probabilities and gradients, and the network itself is left whole."""
+    layers = classifier.network.bert.encoder.layer
+    original = layers[-1]
+    assert classifier._first_position is layers  # BERT: supported, and it passed the probe
+    from scoring.models import hosted_model as hm
+
+    seen, lengths = [], []  # positions out of the layer before the last, and out of the last
+    hooks = [layers[-2].register_forward_hook(lambda _m, _a, output: seen.append(output.shape[1])),
+             original.output.register_forward_hook(lambda _m, _a, output: lengths.append(output.shape[1]))]
+    try:
+        fast = classifier.predict_proba(QUESTIONS, CONTEXTS)[:, 1]
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert lengths and set(lengths) == {1} and min(seen) > 1
+    np.testing.assert_allclose(fast, full_network_p_answer(classifier, QUESTIONS, CONTEXTS), atol=1e-6)
+    assert layers[-1] is original and not isinstance(layers[-1], hm._FirstPositionLayer)
+    with torch.no_grad():  # the public network still gives every position's hidden state
+        out = classifier.network(**classifier.encode(QUESTIONS[0], CONTEXTS[0]), output_hidden_states=True)
+    assert out.hidden_states[-1].shape[1] > 1
+    # gradients through the shortened last layer equal those of the whole network
+    encoding = classifier.encode(QUESTIONS[2], CONTEXTS[2])
+    grads = []
+    for first_position in (classifier._first_position, None):
+        classifier._first_position = first_position
+        embeddings = classifier.embed(encoding).clone().requires_grad_(True)
+        classifier.predict_proba_torch(embeddings, encoding).sum().backward()
+        grads.append(embeddings.grad)
+    classifier._first_position = layers
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-6, rtol=1e-4)
+
+
+def test_qa_models_and_unknown_heads_keep_the_whole_network(qa_model, model_dirs):
+    from scoring.models.hosted_model import first_position_layers
+
+    assert qa_model._first_position is None
+    model = load_hosted_model(model_dirs["classification"], "classification")
+    model.network.config.model_type = "distilbert"  # a head this shortcut does not know
+    assert first_position_layers(model.network) is None
+
+
+def test_choose_runtime(monkeypatch):
+    from scoring.models.hosted_model import RUNTIME_SETTING, choose_runtime
+
+    monkeypatch.delenv(RUNTIME_SETTING, raising=False)
+    assert choose_runtime() == "torch"
+    monkeypatch.setenv(RUNTIME_SETTING, " ONNXRuntime ")
+    assert choose_runtime() == "onnxruntime"
+    assert choose_runtime("torch") == "torch"  # explicit wins
+    with pytest.raises(ValueError, match="torch, onnxruntime"):
+        choose_runtime("tensorrt")
+
+
+def test_onnx_runtime_gives_the_float_networks_probabilities_and_is_cached(tmp_path, monkeypatch):
+    """Exported once per model checksum next to the model, reused by the next load, and within
+    FAST_PATH_TOLERANCE of the float32 torch network (measured ~1e-7)."""
+    from scoring.models import hosted_model as hm
+
+    directory = build_tiny_classifier(tmp_path / "cls", seed=5)
+    model = load_hosted_model(directory, "classification", runtime="onnxruntime", batch_size=3)
+    assert model.runtime == "onnxruntime" and model._onnx.path.parent == directory / ".onnx"
+    contexts = CONTEXTS + ["the river was high . " * 200, "Paris."]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(len(contexts))]
+    through_onnx = model.predict_proba(questions, contexts)[:, 1]
+    np.testing.assert_allclose(through_onnx, full_network_p_answer(model, questions, contexts),
+                               atol=hm.FAST_PATH_TOLERANCE)
+    assert through_onnx.std() > 1e-3
+    exported = list((directory / ".onnx").glob("*.onnx"))
+    assert len(exported) == 1
+
+    def no_export(*_args, **_kwargs):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(hm, "export_classifier_onnx", no_export)
+    again = load_hosted_model(directory, "classification", runtime="onnxruntime")
+    assert again._onnx.path == exported[0]
+    # other weights: another checksum, so the old export is not reused
+    monkeypatch.undo()
+    other = build_tiny_classifier(tmp_path / "cls", seed=6)
+    assert load_hosted_model(other, "classification", runtime="onnxruntime")._onnx.path != exported[0]
+
+
+def test_onnx_export_goes_to_the_cache_setting_when_the_model_directory_is_read_only(tmp_path, monkeypatch):
+    from scoring.models.hosted_model import ONNX_CACHE_SETTING
+
+    directory = build_tiny_classifier(tmp_path / "cls")
+    monkeypatch.setenv(ONNX_CACHE_SETTING, str(tmp_path / "cache"))
+    model = load_hosted_model(directory, "classification", runtime="onnxruntime")
+    assert model._onnx.path.parent == tmp_path / "cache"
+    assert not (directory / ".onnx").exists()
+
+
+def test_the_runtime_setting_applies_to_cpu_classifiers_only(model_dirs, monkeypatch):
+    from scoring.models.hosted_model import RUNTIME_SETTING
+
+    monkeypatch.setenv(RUNTIME_SETTING, "onnxruntime")
+    assert load_hosted_model(model_dirs["qa"], "qa").runtime == "torch"  # a worker-wide setting
+    assert load_hosted_model(model_dirs["classification"], "classification").runtime == "onnxruntime"
+    with pytest.raises(ValueError, match="classifiers on the CPU"):
+        load_hosted_model(model_dirs["qa"], "qa", runtime="onnxruntime")
+
+
+def test_explanations_through_onnx_runtime_stay_within_the_stated_tolerance(model_dirs):
+    """docs/quackie_models.md §5: LIME_100 and SHAP_100 word weights within 1e-4 of the plain
+    float32 torch network (first-position shortcut off), and the same top sentence."""
+    from scoring.models import interpreters
+
+    plain = load_hosted_model(model_dirs["classification"], "classification", runtime="torch")
+    plain._first_position = None
+    fast = load_hosted_model(model_dirs["classification"], "classification", runtime="onnxruntime")
+    question = "Where did the cat sit?"
+    context = "The cat sat on the mat in Paris. It was red, very red. Then it rained on the road."
+    sentences = ["The cat sat on the mat in Paris.", "It was red, very red.", "Then it rained on the road."]
+    for seed in (0, 1, 2):
+        lime = [interpreters.lime_word_weights(m, question, context, 100, seed=seed) for m in (plain, fast)]
+        shap = [interpreters.shap_word_weights(m, question, context, sentences, 100, seed=seed)
+                for m in (plain, fast)]
+        for ours, theirs in (lime, shap):
+            assert set(ours) == set(theirs)
+            assert max(abs(ours[w] - theirs[w]) for w in ours) <= 1e-4
+            assert max(abs(v) for v in ours.values()) > 1e-3  # the model reacts: the check means something
+        for method in ("LIME_100_sum", "SHAP_100_sum"):
+            a, b = (interpreters.interpret(method, m, question, context, sentences, seed=seed) for m in (plain, fast))
+            assert int(np.argmax(a)) == int(np.argmax(b))

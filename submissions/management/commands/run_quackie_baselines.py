@@ -10,36 +10,15 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.models import Profile
 from benchmark.models import Task, TestSet
+from benchmark.quackie_tracks import BASELINES, schedule_baselines
 from scoring.sandbox import write_baseline_code
+from submissions import baseline_runs
+from submissions.baseline_runs import SampleFailures
 from submissions.code_runs import claim_and_run
 from submissions.intake import SubmissionRefused, submit, submit_predictions
-from submissions.models import BASELINES_USERNAME, Status, Submission
+from submissions.models import Status, Submission
 from submissions.runs import claim_and_score
-
-
-class SampleFailures:
-    """Samples a method failed on, counted per category (the sandbox's names: ``exception``,
-    ``not_finite``), with the first one kept for the report."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.first = ""
-
-    def add(self, sample_id: str, category: str, detail: object) -> None:
-        self.counts[category] = self.counts.get(category, 0) + 1
-        if not self.first:
-            detail = " ".join(str(detail).split())
-            self.first = f"sample {sample_id}: {category}: {detail[:200]}"
-
-    def __bool__(self) -> bool:
-        return bool(self.counts)
-
-    def summary(self) -> str:
-        total = sum(self.counts.values())
-        kinds = ", ".join(f"{category} {count}" for category, count in sorted(self.counts.items()))
-        return f"{total} sample{'s' if total != 1 else ''} failed ({kinds})"
 
 
 class Command(BaseCommand):
@@ -53,6 +32,12 @@ class Command(BaseCommand):
         parser.add_argument("--sandbox", action="store_true",
                             help="submit each method as interpreter code and run it through the code-submission "
                                  "sandbox, exactly as a researcher's code is run (all included samples)")
+        parser.add_argument("--background", action="store_true",
+                            help="queue the track's background baseline job for the models worker instead "
+                                 "(rows it already stored are kept; progress in the job's state)")
+        parser.add_argument("--job", action="store_true",
+                            help="run the track's background baseline job in this process (queued first if "
+                                 "needed): resumable, it goes on from the rows and samples already done")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -73,7 +58,11 @@ class Command(BaseCommand):
         unknown = set(methods) - set(BASELINE_METHODS)
         if unknown:
             raise CommandError(f"unknown methods {sorted(unknown)}; known: {', '.join(BASELINE_METHODS)}")
-        user = self.baselines_user()
+        if sum(bool(opts[flag]) for flag in ("sandbox", "background", "job")) > 1:
+            raise CommandError("choose one of --sandbox, --background and --job")
+        if opts["background"] or opts["job"]:
+            return self.run_as_job(test_set, methods, opts["limit"], here=opts["job"])
+        user = baseline_runs.baselines_user()
         if opts["sandbox"]:
             if opts["limit"]:
                 raise CommandError("--limit does not apply with --sandbox: code runs on every included sample")
@@ -94,7 +83,7 @@ class Command(BaseCommand):
         for done, sample in enumerate(samples, 1):
             sample_id = sample["sample_id"]
             with model.shared_forward_passes():
-                for group in self.families(methods):
+                for group in baseline_runs.families(methods):
                     started = time.monotonic()
                     try:
                         results = interpret_many(group, model, sample["question"], sample["context"],
@@ -130,20 +119,24 @@ class Command(BaseCommand):
             if failures[method]:
                 self.stdout.write(f"  {method}: {failures[method].summary()}; first: {failures[method].first}")
 
-    @staticmethod
-    def families(methods: Iterable[str]) -> list[list[str]]:
-        """Methods grouped by explanation family (their sum/max rows share one explanation)."""
-        from scoring.models.interpreters import family_of  # noqa: PLC0415  (imports torch)
-
-        groups: dict[str, list[str]] = {}
-        for method in methods:
-            groups.setdefault(family_of(method), []).append(method)
-        return list(groups.values())
-
-    def baselines_user(self) -> User:
-        user, _ = User.objects.get_or_create(username=BASELINES_USERNAME, defaults={"is_active": False})
-        Profile.objects.get_or_create(user=user, defaults={"team": "ExpBench built-in baseline"})
-        return user
+    def run_as_job(self, test_set: TestSet, methods: list[str], limit: int | None, *, here: bool) -> None:
+        """The background job (submissions.baseline_runs): queued for the models worker, or run
+        here from where it stands. Queued again if it is done, with the rows it stored kept."""
+        queued = schedule_baselines(test_set, methods=methods, limit=limit, again=True)
+        part = BASELINES.state.read(test_set.pk)
+        if not here:
+            self.stdout.write(f"{test_set.task.slug}: baseline job {'queued' if queued else part.get('status')} "
+                              f"({len(part.get('rows') or {})} of {len(part.get('methods') or [])} rows stored)")
+            return
+        attempt = BASELINES.state.take(test_set.pk)
+        started = time.monotonic()
+        outcome = baseline_runs.run_claimed(test_set.pk, attempt, report=self.stdout.write)
+        part = BASELINES.state.read(test_set.pk)
+        self.stdout.write(f"{test_set.task.slug}: baseline job {outcome} in {time.monotonic() - started:.0f} s "
+                          f"({len(part.get('rows') or {})} of {len(part.get('methods') or [])} rows stored)"
+                          + (f": {part['note']}" if part.get("note") else ""))
+        if outcome != "done":
+            raise CommandError(part.get("note") or outcome)
 
     def run_in_sandbox(self, task: Task, user: User, methods: Iterable[str]) -> None:
         """The same path as a researcher's interpreter: generated code module, upload validation,
