@@ -33,9 +33,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
+from core.api_paths import CURRENT_API_PREFIX, is_api_path, is_legacy_api_path
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
-API_PREFIX = "/api/"
-CURRENT_API_PREFIX = "/api/v1/"
 
 #: name -> (title, what it means). ``type`` is ``/api/v1/problems/<name>/``.
 PROBLEM_TYPES: dict[str, tuple[str, str]] = {
@@ -66,15 +66,6 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
 
 def problem_type_uri(name: str) -> str:
     return f"{CURRENT_API_PREFIX}problems/{name}/"
-
-
-def is_api_path(request: HttpRequest) -> bool:
-    return request.path_info.startswith(API_PREFIX)
-
-
-def is_legacy_api_path(request: HttpRequest) -> bool:
-    """An unversioned /api/ path: a deprecated alias that keeps the answers of before /api/v1/."""
-    return is_api_path(request) and not request.path_info.startswith(CURRENT_API_PREFIX)
 
 
 def problem(status: int, detail: str, *, problem_type: str | None = None, errors: list[dict] | None = None,

@@ -4,9 +4,10 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 
+from core.api_paths import CURRENT_API_PREFIX
 from submissions.serializers import ProblemSerializer
 
-from .errors import CURRENT_API_PREFIX, PROBLEM_CONTENT_TYPE
+from .errors import PROBLEM_CONTENT_TYPE
 
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 

@@ -3,9 +3,7 @@ from django.conf import settings
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
-from core.query_params import whole_number
-
-from .errors import is_legacy_api_path
+from core.query_params import page_limit, whole_number
 
 
 class ApiPagination(LimitOffsetPagination):
@@ -17,10 +15,8 @@ class ApiPagination(LimitOffsetPagination):
     max_limit = settings.API_MAX_PAGE_SIZE
 
     def get_limit(self, request: Request) -> int | None:
-        given = request.query_params.get(self.limit_query_param)
-        if given is None:
-            return None if is_legacy_api_path(request._request) else self.default_limit
-        return min(self.max_limit, whole_number(self.limit_query_param, given, minimum=1))
+        return page_limit(request._request, request.query_params.get(self.limit_query_param),
+                          default=self.default_limit, ceiling=self.max_limit)
 
     def get_offset(self, request: Request) -> int:
         given = request.query_params.get(self.offset_query_param)

@@ -10,6 +10,7 @@ from rest_framework.routers import DefaultRouter
 
 from accounts.throttling import ThrottledObtainAuthToken
 from benchmark.api import BenchmarkViewSet, TaskViewSet
+from core.api_paths import API_PREFIX, CURRENT_API_PREFIX
 from leaderboards import api as board_api
 from submissions.api import SubmissionViewSet, task_quota, task_submissions
 from submissions.views import submit
@@ -53,7 +54,7 @@ def deprecated(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
     def alias(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
         script_prefix = request.path[: len(request.path) - len(request.path_info)]
-        successor = script_prefix + errors.CURRENT_API_PREFIX + request.path_info[len(errors.API_PREFIX):]
+        successor = script_prefix + CURRENT_API_PREFIX + request.path_info[len(API_PREFIX):]
         response["Deprecation"] = DEPRECATED_SINCE
         response["Link"] = f'<{successor}>; rel="successor-version"'
         return response

@@ -1,6 +1,9 @@
-"""Whole-number query parameters of the API (``limit``, ``offset``): a clear 400 for anything
-else, where DRF's own pagination would quietly use a default."""
+"""Query parameters of the API's pages (``limit``, ``offset``): a clear 400 for anything but a
+whole number, where DRF's own pagination would quietly use a default."""
+from django.http import HttpRequest
 from rest_framework.exceptions import ValidationError
+
+from .api_paths import is_legacy_api_path
 
 
 def whole_number(name: str, value: str, *, minimum: int) -> int:
@@ -12,3 +15,12 @@ def whole_number(name: str, value: str, *, minimum: int) -> int:
     if number < minimum:
         raise ValidationError({name: [f"must be a whole number of at least {minimum}, not {value!r}"]})
     return number
+
+
+def page_limit(request: HttpRequest, given: str | None, *, default: int, ceiling: int) -> int | None:
+    """How many items a page of a list holds: ``limit`` if given (at most ``ceiling``), else
+    ``default``; None (the whole list) on a deprecated unversioned path without one, which keeps
+    its answer of before pages."""
+    if given is None:
+        return None if is_legacy_api_path(request) else default
+    return min(ceiling, whole_number("limit", given, minimum=1))

@@ -21,7 +21,7 @@ from core.conditional import (
     weaken_for_gzip,
     with_validators,
 )
-from core.query_params import whole_number
+from core.query_params import page_limit, whole_number
 
 from .compare import CompareError, compare, visible_submission
 from .ordering import Order, OrderError, read_order
@@ -62,10 +62,8 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
     except OrderError as exc:
         field = "order" if str(exc).startswith("order") else "sort"
         raise ValidationError({field: [str(exc).split(": ", 1)[1]]}) from None
-    limit = None if params.get("limit") is None else min(settings.API_MAX_PAGE_SIZE,
-                                                           whole_number("limit", params["limit"], minimum=1))
-    if limit is None and request.path_info.startswith("/api/v1/"):
-        limit = settings.API_PAGE_SIZE  # the deprecated /api/ path keeps its whole-board answer
+    limit = page_limit(request._request, params.get("limit"), default=settings.API_PAGE_SIZE,
+                       ceiling=settings.API_MAX_PAGE_SIZE)  # None: the whole board (deprecated path)
     offset = whole_number("offset", params.get("offset", "0"), minimum=0)
     stamp, computed_at = current_stamp(state)
     etag = strong_etag(RELEASE, stamp, order, limit, offset, request.get_host(), request.path_info)

@@ -47,10 +47,6 @@ def metric_value(key: str) -> Callable[[dict[str, Any]], Any]:
     return lambda row: row["scores"].get(key)
 
 
-def starts_descending(task: Task, key: str) -> bool:
-    return sort_keys(task)[key].descending_first
-
-
 @dataclass(frozen=True)
 class Order:
     sort: str = "rank"

@@ -19,7 +19,7 @@ from submissions.selectors import public_skill_submissions
 
 from . import wording
 from .compare import CompareError, compare, visible_submission
-from .ordering import Order, OrderError, read_order, starts_descending
+from .ordering import Order, OrderError, read_order, sort_keys
 from .store import (
     RELEASE,
     benchmark_board,
@@ -173,9 +173,11 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
 def sort_headers(task: Task, order: Order, path: str) -> list[dict[str, Any]]:
     """The board's column headers, each a link that sorts by it: first in its natural direction
     (scores best first, names A to Z), then, once sorted by it, the other way."""
+    keys = sort_keys(task)
+
     def header(key: str, label: str, css: str, title: str = "") -> dict[str, Any]:
         current = order.sort == key or (key == "rank" and order.sort == "tier")
-        flipped = Order(key, not order.descending) if current else Order(key, starts_descending(task, key))
+        flipped = Order(key, not order.descending) if current else Order(key, keys[key].descending_first)
         return {"label": label, "css": css + (" sorted" if current else ""), "title": title,
                 "href": f"{path}?{flipped.query}",
                 "aria_sort": ("descending" if order.descending else "ascending") if current else None}
