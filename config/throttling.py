@@ -25,9 +25,13 @@ class WindowThrottle(BaseThrottle):
         client = self.client(request)
         if client is None:
             return True
-        limit, period = parse_rate(str(api_settings.DEFAULT_THROTTLE_RATES[self.scope]), f"the {self.scope} API rate")
-        self.wait_seconds = spend(cache, f"api-{self.scope}", client, limit, period)
+        self.wait_seconds = self.spend(client)
         return self.wait_seconds is None
+
+    def spend(self, client: str) -> float | None:
+        """Count one request of ``client``: None while within the rate, else the seconds to wait."""
+        limit, period = parse_rate(str(api_settings.DEFAULT_THROTTLE_RATES[self.scope]), f"the {self.scope} API rate")
+        return spend(cache, f"api-{self.scope}", client, limit, period)
 
     def wait(self) -> float | None:
         return self.wait_seconds

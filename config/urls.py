@@ -16,6 +16,7 @@ from submissions.api import SubmissionViewSet, task_quota, task_submissions
 from submissions.views import submit
 
 from . import errors
+from .store_reads import served_from_store
 
 handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
@@ -36,7 +37,9 @@ api_patterns = [
     path("problems/<slug:slug>/", errors.problem_type_description, name="api-problem-type"),
     path("compare/", board_api.compare_view, name="api-compare"),
     path("benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),
-    path("tasks/<slug:slug>/leaderboard/", board_api.task_leaderboard, name="api-task-leaderboard"),
+    path("tasks/<slug:slug>/leaderboard/",
+         served_from_store(board_api.task_leaderboard, board_api.stored_task_leaderboard),
+         name="api-task-leaderboard"),
     path("tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
     path("tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
     *router.urls,

@@ -59,22 +59,39 @@ def stored_response(request: HttpRequest, key: str, render: Callable[[], HttpRes
     and gzipped, so that neither a hit nor a client that accepts gzip costs a compression: the
     page of a 1,000-entry board takes longer to compress than to serve. The gzipped copy has no
     random padding against BREACH: a stored answer is the same for everyone and holds no secret."""
-    gzipped = bool(ACCEPTS_GZIP.search(request.META.get("HTTP_ACCEPT_ENCODING", "")))
+    answer = stored_answer(request, key, content_type=content_type)
+    if answer is not None:
+        return answer
+    response = render()
+    if response.status_code != 200:
+        return response
+    packed = compress_string(response.content)
+    cache.set_many({f"{key}:plain": response.content, f"{key}:gzip": packed}, seconds)
+    return _encoded(packed, content_type) if _accepts_gzip(request) else response
+
+
+def stored_answer(request: HttpRequest, key: str, *, content_type: str) -> HttpResponse | None:
+    """The answer ``stored_response`` kept under ``key``, in the encoding the client accepts, or
+    None if there is none (yet)."""
+    gzipped = _accepts_gzip(request)
     body = cache.get(f"{key}:{'gzip' if gzipped else 'plain'}")
     if body is None:
-        response = render()
-        if response.status_code != 200:
-            return response
-        body = response.content
-        packed = compress_string(body)
-        cache.set_many({f"{key}:plain": body, f"{key}:gzip": packed}, seconds)
-        if not gzipped:
-            return response
-        body = packed
+        return None
+    if gzipped:
+        return _encoded(body, content_type)
     response = HttpResponse(body, content_type=content_type)
     patch_vary_headers(response, ("Accept-Encoding",))
-    if gzipped:  # GZipMiddleware leaves an answer that has an encoding alone
-        response["Content-Encoding"] = "gzip"
+    return response
+
+
+def _accepts_gzip(request: HttpRequest) -> bool:
+    return bool(ACCEPTS_GZIP.search(request.META.get("HTTP_ACCEPT_ENCODING", "")))
+
+
+def _encoded(packed: bytes, content_type: str) -> HttpResponse:
+    response = HttpResponse(packed, content_type=content_type)
+    patch_vary_headers(response, ("Accept-Encoding",))
+    response["Content-Encoding"] = "gzip"  # GZipMiddleware leaves an answer that has an encoding alone
     return response
 
 

@@ -2,7 +2,7 @@
 import json
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, permission_classes
@@ -15,6 +15,7 @@ from benchmark.models import Benchmark, Task, Visibility
 from core.conditional import (
     CONDITIONAL_HEADERS,
     NOT_MODIFIED,
+    stored_answer,
     stored_response,
     strong_etag,
     unchanged,
@@ -66,7 +67,7 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
                        ceiling=settings.API_MAX_PAGE_SIZE)  # None: the whole board (deprecated path)
     offset = whole_number("offset", params.get("offset", "0"), minimum=0)
     stamp, computed_at = current_stamp(state)
-    etag = strong_etag(RELEASE, stamp, order, limit, offset, request.get_host(), request.path_info)
+    etag = board_etag(request, stamp, order, limit, offset)
     private = state.visibility == Visibility.HIDDEN
     answer = unchanged(request, etag, computed_at, private=private)
     if answer is not None:
@@ -80,6 +81,39 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
     response = stored_response(request, f"api-board:{etag}", render, seconds=BODY_CACHE_SECONDS,
                                content_type="application/json")
     return weaken_for_gzip(with_validators(response, etag, computed_at, private=private))
+
+
+def board_etag(request: HttpRequest, stamp: str, order: Order, limit: int | None, offset: int) -> str:
+    """What the bytes of a board's API page depend on (the host and path appear in its links)."""
+    return strong_etag(RELEASE, stamp, order, limit, offset, request.get_host(), request.path_info)
+
+
+def stored_task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse | None:
+    """What ``task_leaderboard`` answers an anonymous reader, when that answer is a 304 or was
+    stored earlier, without DRF's dispatch; None for anything else (a hidden or unknown board, a
+    bad parameter, a board to compute or a page to render), which the view itself answers.
+
+    The caller checks that the request is an anonymous GET that accepts JSON and counts it
+    against the anonymous rate limit; DRF's dispatch (request wrapper, authenticators,
+    negotiation) costs more than serving a stored page, on the API's busiest read."""
+    state = board_state(slug)
+    if (state is None or state.visibility != Visibility.PUBLIC or not state.up_to_date
+            or state.stamp is None or state.computed_at is None):
+        return None
+    params = request.GET
+    try:
+        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
+        limit = page_limit(request, params.get("limit"), default=settings.API_PAGE_SIZE,
+                           ceiling=settings.API_MAX_PAGE_SIZE)
+        offset = whole_number("offset", params.get("offset", "0"), minimum=0)
+    except (OrderError, ValidationError):
+        return None
+    stamp, computed_at = current_stamp(state)  # the stored board's (current, checked above)
+    etag = board_etag(request, stamp, order, limit, offset)
+    answer = unchanged(request, etag, computed_at)
+    if answer is None:
+        answer = stored_answer(request, f"api-board:{etag}", content_type="application/json")
+    return None if answer is None else weaken_for_gzip(with_validators(answer, etag, computed_at))
 
 
 #: How long an encoded board page stays in the shared cache (its key is its ETag, so a changed
