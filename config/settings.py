@@ -292,6 +292,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # its soft limit fails, charged to its sender (submissions.runs); leases are renewed meanwhile.
 SCORING_TIME_LIMIT = env_int("SCORING_TIME_LIMIT", 600)
 BACKGROUND_TIME_LIMIT = env_int("BACKGROUND_TIME_LIMIT", 6 * 3600)
+# A worker's pool process is replaced after the task during which its resident memory passed
+# this (MB): the models worker's heap fragments under tensors of ever-changing shapes (2.6 GB
+# after a full baseline run, docs/quackie_models.md §5); a new process starts small.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("WORKER_MAX_MEMORY_MB", 1536) * 1024  # Celery counts KiB
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 
 # API lists come in pages of API_PAGE_SIZE unless ?limit= asks otherwise, never above the max.

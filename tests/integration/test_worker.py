@@ -2,6 +2,7 @@
 on the leaderboard; a worker killed mid-scoring loses nothing; the same on PostgreSQL+Redis."""
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -126,5 +127,40 @@ def test_postgres_and_redis_end_to_end(tmp_path, postgres_url, redis_url):
         token = stack.create_user("erin", "integration-pw-3")
         upload_and_score(stack, token)
         assert_quota_holds_under_concurrent_uploads(stack, token, used=1)
+    finally:
+        stack.stop()
+
+
+def pool_processes(main):
+    """The worker's pool processes: children of any of its threads (a replacement is forked by
+    the pool's supervising thread, not the main one)."""
+    return sorted(pid for task in Path(f"/proc/{main}/task").iterdir()
+                  for pid in (task / "children").read_text().split())
+
+
+def test_a_worker_process_past_its_memory_limit_is_replaced_after_its_task(tmp_path):
+    """WORKER_MAX_MEMORY_MB: the task finishes, then the pool process is replaced by a new one
+    (here every process is past a 1 MB limit, so each task gets a fresh one)."""
+    stack = Stack(tmp_path).setup()
+    try:
+        stack.start_web().start_worker("worker", env={"WORKER_MAX_MEMORY_MB": "1"}, concurrency=1)
+        token = stack.create_user("rita", "integration-pw-9")
+        main = stack.procs["worker"].pid
+        seen = [pool_processes(main)]
+        assert len(seen[0]) == 1, seen
+        for round_ in range(2):
+            content, expected = sample_and_expected()
+            status, body = stack.upload(token, "expmrc-squad", content, method_name=f"Round {round_}")
+            assert status == 201, body
+            scored = stack.wait_for(body["id"], token)
+            assert scored["status"] == "scored", scored
+            assert_official(scored["scores"], expected)
+            # The status is written before the task returns: the process leaves a moment later.
+            deadline = time.monotonic() + 30
+            while pool_processes(main) in (seen[-1], []) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            seen.append(pool_processes(main))
+        assert len({tuple(pids) for pids in seen}) == 3 and all(len(pids) == 1 for pids in seen), seen
+        assert "WorkerLostError" not in stack.log_text("worker")
     finally:
         stack.stop()
