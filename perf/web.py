@@ -11,17 +11,14 @@ cache and checks the broker folder on every call.)
 
 Per N it prints requests/s of the task board page, its API, the home page and the bare view
 (8 concurrent clients asking for gzip as browsers do, one connection per request: gunicorn's
-sync workers close each one),
-their ratios to the bare view, and the SQL queries of a request that finds the page rendered
-and of one that renders it (counted in-process with ``CaptureQueriesContext`` on the same
-database). The board page and its API show the first page (100 rows) of the board. Significance tiers are not
-what is measured here: they are computed once per board (O(n^2) pair tests, far too slow for
-10,000 entries at any resample count), so before the load starts this script fills the shared
-tier cache with a stand-in tiering (blocks of 20) through the normal code path, and both the
-old and the new code read them from there. The last line is ``ratio: <board page RPS / bare
-RPS at N=1,000>``.
+sync workers close each one), their ratios to the bare view, and the SQL queries of a request
+that finds the page rendered and of one that renders it (counted in-process with
+``CaptureQueriesContext`` on the same database). The board page and its API show the first page
+(100 rows) of the board. Before the load starts, every board is computed once as the worker
+computes it after a change, real significance tiers included ("boards warmed in" gives that
+time per N). The last line is ``ratio: <board page RPS / bare RPS at N=1,000>``.
 
-    .venv/bin/python perf/web.py            # N = 10, 100, 1,000, 10,000 (about 15 minutes)
+    .venv/bin/python perf/web.py            # N = 10, 100, 1,000, 10,000 (about 20 minutes)
     .venv/bin/python perf/web.py --quick    # N = 10, 1,000, shorter rounds
 """
 import argparse
@@ -42,7 +39,6 @@ if str(REPO) not in sys.path:
 
 BARE_PATH = "/perf/bare/"
 TASK_SLUG = "expmrc-squad"
-TIER_BLOCK = 20
 CONCURRENCY = 8
 #: What every request sends: browsers and scripting libraries (requests, httpx) ask for gzip.
 CLIENT_HEADERS = {"Accept-Encoding": "gzip"}
@@ -179,26 +175,9 @@ def seed(task: Any, upto: int, rng: random.Random) -> None:
         benchmark_models.boards_changed([task.pk])
 
 
-def stand_in_tiers(ranked_items: list, **_: Any) -> list[dict]:
-    """Tiers in blocks of TIER_BLOCK entries with data: what a board with many entries shows,
-    at none of the cost (see the module docstring)."""
-    result, position = [], 0
-    for items in ranked_items:
-        if items is None:
-            result.append({"tier": None, "p_vs_above": None, "p_vs_leader": None, "p_adjusted": None})
-            continue
-        result.append({"tier": position // TIER_BLOCK + 1, "p_vs_above": 0.5,
-                       "p_vs_leader": None if position % TIER_BLOCK == 0 else 0.5,
-                       "p_adjusted": None if position % TIER_BLOCK == 0 else 0.5})
-        position += 1
-    return result
-
-
 def warm_boards() -> None:
-    """Compute every board once with the stand-in tiers, so requests find their tiers (and, when
-    the product keeps stored boards, their board) as they would in steady state."""
-    from unittest import mock  # noqa: PLC0415
-
+    """Compute every board once, as the worker does after a change (ranking, CIs and the real
+    significance tiers), so requests find their board stored as they would in steady state."""
     from benchmark.models import Task  # noqa: PLC0415
     from leaderboards import boards  # noqa: PLC0415
 
@@ -206,11 +185,10 @@ def warm_boards() -> None:
         from leaderboards import store  # noqa: PLC0415
     except ImportError:
         store = None
-    with mock.patch.object(boards, "significance_tiers", stand_in_tiers):
-        for task in Task.objects.all():
-            boards.leaderboard_rows(task)
-        if store is not None:
-            store.rebuild_all()
+    for task in Task.objects.all():
+        boards.leaderboard_rows(task)
+    if store is not None:
+        store.rebuild_all()
 
 
 def queries_per_request(paths: dict[str, str]) -> dict[str, str]:
