@@ -23,6 +23,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from benchmark.models import Benchmark, BoardGeneration, Task, TestSet, Track
+from core.jobs import WAITING
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
 
@@ -280,6 +281,7 @@ class BoardState:
     test_set_id: int | None
     cues_updated_at: str | None  # the test set's cue table changes on its own
     track: tuple[str, int, str] | None  # a QUACKIE track's progress, shown on its board
+    baselines: tuple[object, ...] | None = None  # its built-in baseline job's progress (baselines_mark)
 
 
 def _state_sql() -> str:
@@ -287,11 +289,15 @@ def _state_sql() -> str:
     tables = {"task": Task._meta.db_table, "generation": BoardGeneration._meta.db_table,
               "snapshot": BoardSnapshot._meta.db_table, "test_set": TestSet._meta.db_table,
               "track": Track._meta.db_table}
-    cues = ("ts.diagnostics -> 'icq' ->> 'updated_at'" if connection.vendor == "postgresql"
+    postgresql = connection.vendor == "postgresql"
+    cues = ("ts.diagnostics -> 'icq' ->> 'updated_at'" if postgresql
             else "json_extract(ts.diagnostics, '$.icq.updated_at')")
+    # The baseline job's part whole (under 2 kB: a handful of fields and 15 row ids): one
+    # extraction from the large diagnostics value rather than one per field.
+    baselines = "ts.diagnostics -> 'baselines'" if postgresql else "json_extract(ts.diagnostics, '$.baselines')"
     return f"""
         SELECT t.id, t.kind, t.visibility, g.generation, s.stamp, s.computed_at, ts.id, {cues},
-               tr.status, tr.done, tr.updated_at
+               tr.status, tr.done, tr.updated_at, {baselines}
         FROM {tables["task"]} t
         LEFT JOIN {tables["generation"]} g ON g.task_id = t.id
         LEFT JOIN {tables["snapshot"]} s ON s.key = 'task:' || t.id
@@ -308,14 +314,30 @@ def board_state(slug: str) -> BoardState | None:
         found = cursor.fetchone()
     if found is None:
         return None
-    task_id, kind, visibility, generation, stamp, computed_at, test_set_id, cues, *track = found
+    task_id, kind, visibility, generation, stamp, computed_at, test_set_id, cues, *track, baselines = found
     if isinstance(computed_at, str):  # SQLite hands raw SQL its text
         computed_at = datetime.fromisoformat(computed_at)
     if computed_at is not None and timezone.is_naive(computed_at):
         computed_at = timezone.make_aware(computed_at, UTC)
     expected = task_stamp(Task(pk=task_id, kind=kind), generation or 0)
     return BoardState(task_id, kind, visibility, stamp, stamp == expected, computed_at, test_set_id,
-                      cues, (track[0], track[1], str(track[2])) if track[0] is not None else None)
+                      cues, (track[0], track[1], str(track[2])) if track[0] is not None else None,
+                      baselines_mark(baselines))
+
+
+def baselines_mark(part: Any) -> tuple[object, ...] | None:
+    """What the board shows of a track's built-in baseline job (its test set's
+    ``diagnostics["baselines"]``, submissions.baseline_runs), as an ETag part; None when it was
+    never queued. Its progress fields change at each checkpoint (every 30 s) and when a family
+    starts, not at every heartbeat (the heartbeat time is left out while the job waits or runs);
+    once it stopped, the time it did (a second failure at the same point may have another reason)."""
+    if isinstance(part, (str, bytes)):  # SQLite's json_extract, and psycopg as Django sets it up, give text
+        part = json.loads(part)
+    if not isinstance(part, dict) or not part.get("status"):
+        return None
+    status = part["status"]
+    return (status, part.get("family") or "", part.get("samples_done"), part.get("samples_total"), part.get("done"),
+            part.get("total"), "" if status in WAITING else str(part.get("updated_at") or ""))
 
 
 def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:

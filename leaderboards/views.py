@@ -10,9 +10,10 @@ from django.shortcuts import get_object_or_404, render
 
 from benchmark.cues import public_cue_table
 from benchmark.models import Benchmark, Task, TestSet, Visibility
+from benchmark.quackie_tracks import BASELINES
 from benchmark.skill_listing import skill_listing
 from core.conditional import stored_response, strong_etag, unchanged, weaken_for_gzip, with_validators
-from core.jobs import WAITING
+from core.jobs import WAITING, JobStatus
 from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.stats import TIER_PROCEDURE
 from submissions.selectors import public_skill_submissions
@@ -131,8 +132,9 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     if not page_number.isdigit() or int(page_number) < 1:
         raise BadRequest("page: a page number (1, 2, ...)")
     stamp, _ = current_stamp(state)
-    # Besides the board: the test set's cue table and the track's progress, which change on their own.
-    parts = [stamp, state.test_set_id, state.cues_updated_at, state.track, order, int(page_number)]
+    # Besides the board: the test set's cue table, the track's progress and its built-in baseline
+    # job's, which change on their own.
+    parts = [stamp, state.test_set_id, state.cues_updated_at, state.track, state.baselines, order, int(page_number)]
     return conditional_page(request, parts, lambda: board_page(request, state.task_id, order, int(page_number)))
 
 
@@ -146,12 +148,18 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
     if page_number > n_pages:
         raise Http404(f"This board has {n_pages} page{'s' if n_pages != 1 else ''}.")
     cues = cue_table(test_set)
+    baselines = baseline_progress(test_set) if track is not None else None
     rows = list(table_rows(task, page_rows(board, task, order.sort, order.descending,
                                            (page_number - 1) * BOARD_PAGE_ROWS, BOARD_PAGE_ROWS)))
+    quick = (track is not None and track.status in WAITING) or (cues is not None and cues["status"] in WAITING)
+    slow = baselines is not None and baselines["status"] in WAITING
     return render(request, "leaderboards/leaderboard.html", {
         "track": track,
-        "refresh": (track is not None and track.status in WAITING)
-                   or (cues is not None and cues["status"] in WAITING),
+        "refresh": quick or slow,
+        # The baseline job reports progress every CHECKPOINT_SECONDS (30 s): checking more often
+        # than every 10 s would only fetch 304s.
+        "refresh_seconds": 3 if quick else 10,
+        "baselines": baselines,
         "cues": cues,
         "task": task,
         "test_set": test_set,
@@ -209,6 +217,35 @@ def page_links(path: str, order: Order, page_number: int, n_pages: int) -> dict[
             "previous": link(page_number - 1) if page_number > 1 else None,
             "next": link(page_number + 1) if page_number < n_pages else None,
             "first": link(1), "last": link(n_pages)}
+
+
+def baseline_progress(test_set: TestSet | None) -> dict[str, Any] | None:
+    """The built-in baseline job of a track's test set (``diagnostics["baselines"]``,
+    submissions.baseline_runs) as its board shows it, or None when it was never queued. Why a
+    run failed is told in general terms only: the stored note may quote an exception (the
+    maintainers read it in the admin and the worker's log)."""
+    part = ((test_set.diagnostics or {}) if test_set else {}).get("baselines") or {}
+    status = part.get("status")
+    if status not in JobStatus.values:
+        return None
+    samples_done, samples_total = int(part.get("samples_done") or 0), int(part.get("samples_total") or 0)
+    done, total = int(part.get("done") or 0), int(part.get("total") or 0)
+    n_families = total // samples_total if samples_total else 0
+    reason = ""
+    if status == JobStatus.FAILED:
+        # the reaper's give-up note (core.jobs.Job.give_up_note) is the one told apart
+        reason = ("after losing its worker too many times" if str(part.get("note", "")).startswith(BASELINES.what)
+                  else "on an error")
+    return {
+        "status": status, "label": {JobStatus.DONE: "finished"}.get(status, status),
+        "family": part.get("family") or "", "samples_done": samples_done, "samples_total": samples_total,
+        "done": done, "total": total, "percent": min(100, 100 * done // total) if total else 0,
+        # done = samples x families finished before the current one + samples_done of it
+        "family_number": min((done - samples_done) // samples_total + 1, n_families) if samples_total else 0,
+        "n_families": n_families,
+        "rows_stored": len(part.get("rows") or {}), "n_rows": len(part.get("methods") or []),
+        "limited": part.get("limit") is not None, "reason": reason,
+    }
 
 
 def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
