@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 
 from . import config
+from .client import api_path
 from .context import Context
 from .errors import CliError, ExitCode, Subject, not_json
 
@@ -23,7 +24,7 @@ def password_for(ctx: Context, username: str) -> str:
 
 
 def obtain_token(ctx: Context, username: str) -> str:
-    response = ctx.client.call("POST", "/api/auth/token/",
+    response = ctx.client.call("POST", api_path("auth", "token"),
                                json_body={"username": username, "password": password_for(ctx, username)})
     if response.status == 400:
         raise CliError(ExitCode.AUTH, f"the server refused the user name or password for {username!r}")
@@ -53,8 +54,9 @@ def cmd_login(ctx: Context, args: argparse.Namespace) -> int:
             if not username:
                 raise CliError(ExitCode.USAGE, "no user name given")
         token = obtain_token(ctx, username)
-    # Check the token before saving it, so a typo is caught now rather than at the next submit.
-    checked = ctx.client.call("GET", "/api/submissions/", token=token)
+    # Check the token before saving it, so a typo is caught now rather than at the next submit
+    # (one item is enough: the answer is only checked, not shown).
+    checked = ctx.client.call("GET", api_path("submissions"), token=token, query={"limit": 1})
     if checked.status in (401, 403):
         raise CliError(ExitCode.AUTH, f"the server at {ctx.settings.url} refused that token")
     ctx.check(checked, Subject("the submissions endpoint"))

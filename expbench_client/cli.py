@@ -142,9 +142,13 @@ def build_parser(prog: str = "expbench") -> Parser:
     compare = command("compare", "two scored submissions side by side, with a paired significance test")
     compare.add_argument("a", type=int)
     compare.add_argument("b", type=int)
-    board = command("leaderboard", "a task's ranked leaderboard, or a benchmark's average board")
+    board = command("leaderboard", "a task's ranked leaderboard (every row), or a benchmark's average board")
     board.add_argument("task", nargs="?")
     board.add_argument("--benchmark", metavar="SLUG", help="the average board of a benchmark instead")
+    board.add_argument("--sort", metavar="KEY", help="order a task's board by rank (default), tier, system, ci, "
+                                                     "fails (QUACKIE) or a metric; pinned rows stay first")
+    board.add_argument("--order", choices=["asc", "desc"],
+                       help="direction of --sort (default: the key's natural one, scores best first)")
     command("quota", "your submissions left today on a task (UTC day)").add_argument("task")
     return parser
 

@@ -1,10 +1,13 @@
 """A small HTTP client for the ExpBench API, standard library only (no Django), shared by the
 command-line client and the integration tests.
 
+Every path it calls is under :data:`API_PREFIX` (``/api/v1/``; build one with :func:`api_path`).
 HTTP error statuses are answers, not exceptions: every call returns the status and the decoded
 body. A list that comes in pages (``{"count", "next", "previous", "results"}``) is read to its
-last page, unless the call asks for one page with ``limit`` or ``offset``. Only a server that
-cannot be reached raises, as :class:`ServerUnreachable`. Reads (GET) are retried with
+last page, unless the call asks for one page with ``limit`` or ``offset``; a task's board
+(``{"count", "next", "previous", "rows"}``) is read whole by :meth:`Client.board`. Only a server
+that cannot be reached raises, as :class:`ServerUnreachable`, and a board that keeps changing
+while its pages are read, as :class:`BoardChanged`. Reads (GET) are retried with
 exponential backoff on connection errors and 5xx answers; writes never are, so a submission is
 never sent twice.
 """
@@ -36,6 +39,22 @@ RETRIED_METHODS = frozenset({"GET", "HEAD"})
 PAGE_PARAMETERS = frozenset({"limit", "offset"})
 # A server that keeps sending "next" must not keep the client reading for ever.
 MAX_PAGES = 10_000
+# The most items the server puts on one page (its API_MAX_PAGE_SIZE): fewer round trips when
+# the client reads a whole list or board; a server with a lower ceiling cuts it, and says so in
+# its ``next`` links.
+PAGE_SIZE = 1000
+# A board that changed while its pages were read is read again from its first page, once.
+BOARD_READS = 2
+
+#: The API version this client speaks. The server keeps the unversioned ``/api/`` paths only as
+#: deprecated aliases, for one release.
+API_PREFIX = "/api/v1/"
+
+
+def api_path(*segments: str | int) -> str:
+    """The path of an endpoint, each segment quoted so that a user-given name ("a/b") cannot
+    reach another endpoint: ``api_path("tasks", "x", "quota") == "/api/v1/tasks/x/quota/"``."""
+    return API_PREFIX + "".join(f"{quote(str(segment))}/" for segment in segments)
 
 
 class ServerUnreachable(ConnectionError):
@@ -119,6 +138,33 @@ class BrokenDownload(Exception):
     """Reading (or inflating) an answer failed part way."""
 
 
+class BoardChanged(Exception):
+    """A task's board changed while its pages were read, on the second reading too: its rows
+    would mix two versions of the board (duplicated or missing entries)."""
+
+    def __init__(self, task: str, reads: int) -> None:
+        super().__init__(f"the board of {task} changed while it was read ({reads} times)")
+        self.task = task
+        self.reads = reads
+
+
+def is_board_page(body: Any) -> bool:
+    """One page of a task's board. A server from before pages answered the whole board without
+    ``count`` and ``next``."""
+    return (isinstance(body, Mapping) and {"count", "next", "rows"} <= body.keys()
+            and isinstance(body["rows"], list))
+
+
+def board_version(page: Response) -> tuple[Any, ...]:
+    """What every page of one version of a board has in common: its size, test set and order,
+    and when it was computed (``Last-Modified``). The ``ETag`` differs from page to page (it
+    covers the page's offset), so it cannot be compared across pages; see
+    :meth:`Client.board_unchanged`."""
+    body = page.body
+    return (body.get("count"), body.get("test_set_version"), body.get("sort"), body.get("order"),
+            page.headers.get("Last-Modified"))
+
+
 def copy_answer(read: Callable[[int], bytes], sink: BinaryIO, *, gzipped: bool = False, expected: int | None = None,
                 on_chunk: Callable[[int, int | None], None] | None = None) -> int:
     """Copy an answer into ``sink`` chunk by chunk, inflating gzip on the fly, so a 27 MB file is
@@ -177,8 +223,10 @@ class Client:
     # low level ------------------------------------------------------------------------
     def build(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
               files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
-              query: Mapping[str, Any] | None = None) -> urllib.request.Request:
-        headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "expbench-client"}
+              query: Mapping[str, Any] | None = None,
+              headers: Mapping[str, str] | None = None) -> urllib.request.Request:
+        headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "expbench-client",
+                   **(headers or {})}
         token = token or self.token
         if token:
             headers["Authorization"] = f"Token {token}"
@@ -215,12 +263,22 @@ class Client:
 
     def call(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
              files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
-             query: Mapping[str, Any] | None = None, timeout: float | None = None) -> Response:
-        req = self.build(method, path, json_body=json_body, fields=fields, files=files, token=token, query=query)
+             query: Mapping[str, Any] | None = None, timeout: float | None = None,
+             headers: Mapping[str, str] | None = None) -> Response:
+        req = self.build(method, path, json_body=json_body, fields=fields, files=files, token=token, query=query,
+                         headers=headers)
         response = self.read_all(self.open(req, timeout))
         if method == "GET" and response.ok and is_page(response.body) and not PAGE_PARAMETERS & set(query or {}):
             return self.read_other_pages(response, token=token, timeout=timeout)
         return response
+
+    def read_list(self, path: str, *, query: Mapping[str, Any] | None = None, token: str | None = None) -> Response:
+        """Every item of a list endpoint, read :data:`PAGE_SIZE` items a page (the answer of
+        :meth:`read_other_pages`); an answer that is not a page comes back as it is."""
+        first = self.call("GET", path, query={**(query or {}), "limit": PAGE_SIZE}, token=token)
+        if first.ok and is_page(first.body):
+            return self.read_other_pages(first, token=token, timeout=None)
+        return first
 
     def read_other_pages(self, first: Response, *, token: str | None, timeout: float | None) -> Response:
         """The first page with the results of every page after it (``next`` becomes null). An
@@ -291,9 +349,65 @@ class Client:
             raise ServerUnreachable(self.base_url, f"the download broke off: {exc}", maybe_sent=True) from None
         return Response(200, written, {name.title(): value for name, value in answer.headers.items()})
 
+    # task boards ------------------------------------------------------------------------
+    def board(self, task: str, *, sort: str | None = None, order: str | None = None) -> Response:
+        """A task's whole board, as one answer: the first page's fields with every row, ``next``
+        and ``previous`` null (what the deprecated unversioned path answered). Its pages, read
+        :data:`PAGE_SIZE` rows at a time, must all come from one version of the board: if it
+        changes in between, it is read again from the start, and a second change raises
+        :class:`BoardChanged` rather than answer a mix. An error on any page is the answer."""
+        query = {"limit": PAGE_SIZE, **{name: value for name, value in (("sort", sort), ("order", order)) if value}}
+        path = api_path("tasks", task, "leaderboard")
+        for _ in range(BOARD_READS):
+            answer = self.read_board(path, query)
+            if answer is not None:
+                return answer
+        raise BoardChanged(task, BOARD_READS)
+
+    def read_board(self, path: str, query: Mapping[str, Any]) -> Response | None:
+        """One reading of a board, page after page; None when the board changed meanwhile."""
+        first = self.call("GET", path, query=query)
+        if not first.ok or not is_board_page(first.body) or not first.body["next"]:
+            return first  # an error, a board from a server without pages, or a board of one page
+        rows, next_url = list(first.body["rows"]), first.body["next"]
+        for _ in range(MAX_PAGES):
+            if not next_url:
+                break
+            page = self.call("GET", self.path_of(next_url))
+            if not page.ok or not is_board_page(page.body):
+                return page
+            if board_version(page) != board_version(first):
+                return None
+            if not page.body["rows"]:
+                break
+            rows += page.body["rows"]
+            next_url = page.body["next"]
+        if len(rows) != first.body["count"]:
+            return None
+        unchanged = self.board_unchanged(path, query, first)
+        if isinstance(unchanged, Response):
+            return unchanged
+        if not unchanged:
+            return None
+        body = {**first.body, "next": None, "previous": None, "rows": rows}
+        return Response(first.status, body, first.headers, first.is_json)
+
+    def board_unchanged(self, path: str, query: Mapping[str, Any], first: Response) -> bool | Response:
+        """Whether the board is still the version of its first page, asked with that page's
+        ``ETag`` (a 304 says yes): the pages in between compared equal on what they show of
+        their version, but a change that keeps the count within the same second would not show
+        there. True when the server sends no ETag; an error answer is returned as it is."""
+        etag = first.headers.get("Etag")
+        if not etag:
+            return True
+        check = self.call("GET", path, query=query, headers={"If-None-Match": etag})
+        if check.status == 304:
+            return True
+        return False if check.ok else check
+
     # the API ---------------------------------------------------------------------------
     def obtain_token(self, username: str, password: str) -> tuple[int, Any]:
-        return self.request("POST", "/api/auth/token/", json_body={"username": username, "password": password})
+        return self.request("POST", api_path("auth", "token"), json_body={"username": username, "password": password})
 
     def submit(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
                description: str = "", url: str = "", public: bool | None = None,
@@ -308,14 +422,16 @@ class Client:
                         description: str = "", url: str = "", public: bool | None = None,
                         kind: str = "predictions") -> Response:
         fields = upload_fields(method_name=method_name, description=description, url=url, public=public, kind=kind)
-        return self.call("POST", f"/api/tasks/{quote(task)}/submissions/", fields=fields,
+        return self.call("POST", api_path("tasks", task, "submissions"), fields=fields,
                          files={"file": (filename, content)}, timeout=max(self.timeout, UPLOAD_TIMEOUT))
 
     def submission(self, submission_id: int) -> tuple[int, Any]:
-        return self.request("GET", f"/api/submissions/{submission_id}/")
+        return self.request("GET", api_path("submissions", submission_id))
 
     def leaderboard(self, task: str) -> tuple[int, Any]:
-        return self.request("GET", f"/api/tasks/{quote(task)}/leaderboard/")
+        """The whole board (:meth:`board`)."""
+        response = self.board(task)
+        return response.status, response.body
 
 
 def upload_fields(*, method_name: str, description: str = "", url: str = "", public: bool | None = None,

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from . import output, reports
 from .account import cmd_config, cmd_login, cmd_logout, cmd_token
-from .client import ServerUnreachable, quote
+from .client import BoardChanged, ServerUnreachable, api_path
 from .context import Context, results, submission_subject, task_subject
 from .errors import CliError, ExitCode, Subject, describe_body, unreachable_message
 from .progress import TERMINAL, ProgressLine, WaitTimeout, wait_until_finished
@@ -22,13 +22,13 @@ CODE_SUFFIXES = (".py", ".zip")
 
 
 def cmd_tasks(ctx: Context, args: argparse.Namespace) -> int:
-    tasks = ctx.get("/api/tasks/", Subject("the task list"))
-    ctx.show(tasks, output.tasks_table(results(tasks)))
+    tasks = ctx.get_list(api_path("tasks"), Subject("the task list"))
+    ctx.show(tasks, output.tasks_table(tasks))
     return ExitCode.OK
 
 
 def cmd_inputs(ctx: Context, args: argparse.Namespace) -> int:
-    path = f"/api/tasks/{quote(args.task)}/inputs/"
+    path = api_path("tasks", args.task, "inputs")
     meter = DownloadMeter(ctx.stderr, f"{args.task} inputs") if args.output else None
     if not args.output:
         ctx.stdout.flush()
@@ -100,25 +100,33 @@ def cmd_leaderboard(ctx: Context, args: argparse.Namespace) -> int:
     if bool(args.task) == bool(args.benchmark):
         raise CliError(ExitCode.USAGE, f"give a task or --benchmark SLUG: {ctx.prog} leaderboard TASK")
     if args.benchmark:
+        if args.sort or args.order:
+            raise CliError(ExitCode.USAGE, "--sort and --order apply to a task's board, not to --benchmark")
         subject = Subject(f"benchmark {args.benchmark!r}", f"list them with: {ctx.prog} benchmarks")
-        board = ctx.get(f"/api/benchmarks/{quote(args.benchmark)}/leaderboard/", subject)
+        board = ctx.get(api_path("benchmarks", args.benchmark, "leaderboard"), subject)
         ctx.show(board, output.benchmark_table(args.benchmark, board))
-    else:
-        board = ctx.get(f"/api/tasks/{quote(args.task)}/leaderboard/", task_subject(ctx, args.task))
-        ctx.show(board, output.leaderboard_table(board))
+        return ExitCode.OK
+    try:
+        response = ctx.client.board(args.task, sort=args.sort, order=args.order)
+    except BoardChanged as exc:
+        raise CliError(ExitCode.SERVER, f"the board of {args.task} changed while it was read, twice (new scores "
+                                        "are arriving); nothing is shown rather than a mix of two versions; "
+                                        "try again in a moment") from exc
+    board = ctx.check(response, task_subject(ctx, args.task))
+    ctx.show(board, output.leaderboard_table(board))
     return ExitCode.OK
 
 
 def cmd_benchmarks(ctx: Context, args: argparse.Namespace) -> int:
-    benchmarks = ctx.get("/api/benchmarks/", Subject("the benchmark list"))
-    rows = [[b.get("slug"), len(b.get("tasks") or []), b.get("name")] for b in results(benchmarks)]
+    benchmarks = ctx.get_list(api_path("benchmarks"), Subject("the benchmark list"))
+    rows = [[b.get("slug"), len(b.get("tasks") or []), b.get("name")] for b in benchmarks]
     ctx.show(benchmarks, output.table(["BENCHMARK", "TASKS", "NAME"], rows, right=[1], shrink=[2]))
     return ExitCode.OK
 
 
 def cmd_quota(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_token()
-    quota = ctx.get(f"/api/tasks/{quote(args.task)}/quota/", task_subject(ctx, args.task))
+    quota = ctx.get(api_path("tasks", args.task, "quota"), task_subject(ctx, args.task))
     ctx.show(quota, output.quota_line({"task": args.task, **quota}))
     return ExitCode.OK
 
@@ -174,7 +182,7 @@ def visibility(submission: Mapping) -> str:
 def quota_note(ctx: Context, args: argparse.Namespace) -> str:
     """``; 3 of 5 submissions left today``; nothing when the quota cannot be read (it is a courtesy)."""
     try:
-        response = ctx.client.call("GET", f"/api/tasks/{quote(args.task)}/quota/")
+        response = ctx.client.call("GET", api_path("tasks", args.task, "quota"))
     except ServerUnreachable:
         return ""
     quota = response.body
@@ -184,7 +192,7 @@ def quota_note(ctx: Context, args: argparse.Namespace) -> str:
 
 
 def fetch_submission(ctx: Context, submission_id: int) -> Any:
-    return ctx.get(f"/api/submissions/{submission_id}/", submission_subject(ctx, submission_id))
+    return ctx.get(api_path("submissions", submission_id), submission_subject(ctx, submission_id))
 
 
 def wait_and_report(ctx: Context, submission_id: int, timeout: float, first: Any = None) -> int:
@@ -230,7 +238,7 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_list(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_token()
-    mine = results(ctx.get("/api/submissions/", Subject("your submission list")))
+    mine = ctx.get_list(api_path("submissions"), Subject("your submission list"))
     chosen = [s for s in mine if (not args.task or s.get("task") == args.task)
               and (not args.status or s.get("status") == args.status)]
     if ctx.json:
@@ -246,7 +254,7 @@ def cmd_list(ctx: Context, args: argparse.Namespace) -> int:
 def primary_metrics(ctx: Context) -> dict[str, str]:
     """task slug -> primary metric, for the SCORE column; {} when the task list is unavailable."""
     try:
-        response = ctx.client.call("GET", "/api/tasks/")
+        response = ctx.client.read_list(api_path("tasks"))
     except ServerUnreachable:
         return {}
     if not response.ok:
@@ -257,7 +265,7 @@ def primary_metrics(ctx: Context) -> dict[str, str]:
 
 def cmd_cancel(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_token()
-    response = ctx.client.call("POST", f"/api/submissions/{args.id}/cancel/")
+    response = ctx.client.call("POST", api_path("submissions", args.id, "cancel"))
     if response.status in (400, 409):
         raise CliError(ExitCode.FAILED, f"cannot cancel #{args.id}: {describe_body(response.body) or response.status}")
     submission = ctx.check(response, submission_subject(ctx, args.id))
@@ -268,7 +276,7 @@ def cmd_cancel(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_publish(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_token()
     public = args.command == "publish"
-    response = ctx.client.call("PATCH", f"/api/submissions/{args.id}/", json_body={"public": public})
+    response = ctx.client.call("PATCH", api_path("submissions", args.id), json_body={"public": public})
     submission = ctx.check(response, submission_subject(ctx, args.id))
     if public:
         where = "on the leaderboard" if submission.get("status") == "scored" else "on the leaderboard once scored"
@@ -280,13 +288,13 @@ def cmd_publish(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_diagnostics(ctx: Context, args: argparse.Namespace) -> int:
-    answer = ctx.get(f"/api/submissions/{args.id}/diagnostics/", submission_subject(ctx, args.id))
+    answer = ctx.get(api_path("submissions", args.id, "diagnostics"), submission_subject(ctx, args.id))
     ctx.show(answer, reports.diagnostics_report(answer))
     return ExitCode.OK
 
 
 def cmd_compare(ctx: Context, args: argparse.Namespace) -> int:
-    result = ctx.get("/api/compare/", Subject("the comparison"), a=args.a, b=args.b)
+    result = ctx.get(api_path("compare"), Subject("the comparison"), a=args.a, b=args.b)
     ctx.show(result, reports.compare_report(result))
     return ExitCode.OK
 

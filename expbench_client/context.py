@@ -43,6 +43,11 @@ class Context:
     def get(self, path: str, subject: Subject, **query: Any) -> Any:
         return self.check(self.client.call("GET", path, query=query or None), subject)
 
+    def get_list(self, path: str, subject: Subject) -> list[Any]:
+        """Every item of a list, from every page of it (``Client.read_list``). ``--json`` prints
+        this list: the answer the unversioned paths gave, before lists came in pages."""
+        return results(self.check(self.client.read_list(path), subject))
+
     def show(self, value: Any, text: str) -> None:
         if self.json:
             output.emit_json(value, self.stdout)
@@ -60,7 +65,8 @@ def submission_subject(ctx: Context, submission_id: int) -> Subject:
 
 
 def results(body: Any) -> list[Any]:
-    """A list answer, or the ``results`` of a paginated one."""
+    """A list answer, or the ``results`` of a paginated one (``Client.read_list`` and
+    ``Client.call`` gather the results of every page into the first)."""
     if isinstance(body, Mapping):
         return list(body.get("results") or [])
     return list(body or [])
