@@ -41,6 +41,7 @@ import os
 import re
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 # Spinning OpenMP threads make small ops 15-50x slower on 2 cores; only effective when this
 # module is what first imports torch (libgomp reads it at load time).
@@ -556,12 +557,44 @@ class HostedModel:
         keys = [key for key in NETWORK_KEYS if features.get(key) is not None]
         lengths = [len(ids) for ids in features["input_ids"]]
         order = sorted(range(len(pairs)), key=lengths.__getitem__)
+        batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+
+        def padded(index: list[int]) -> dict[str, np.ndarray]:
+            return self._pad_arrays({key: [features[key][i] for i in index] for key in keys})
+
         p_answer = np.zeros(len(pairs), dtype=np.float64)
-        for start in range(0, len(order), self.batch_size):
-            index = order[start:start + self.batch_size]
-            arrays = self._pad_arrays({key: [features[key][i] for i in index] for key in keys})
-            p_answer[index] = _p_answer(self._classifier_logits(arrays))
+        streams = torch.get_num_threads()
+        if streams > 1 and len(batches) > 1 and self._onnx is None and self.device.type == "cpu":
+            for index, logits in zip(batches, self._torch_logits_in_streams([padded(i) for i in batches], streams)):
+                p_answer[index] = _p_answer(logits)
+            return p_answer
+        for index in batches:
+            p_answer[index] = _p_answer(self._classifier_logits(padded(index)))
         return p_answer
+
+    def _torch_logits_in_streams(self, batches: list[dict[str, np.ndarray]], streams: int) -> list[np.ndarray]:
+        """Logits of each padded batch, the batches shared out to ``streams`` threads that each
+        run torch on one core, rather than each batch split across the cores. A batch of 8
+        short texts is too small for torch to keep two cores busy (every operation ends at a
+        barrier where one thread waits for the other, longer still when another process takes
+        a core); whole batches side by side keep them busier: LIME-100 took 0.95 s a sample
+        instead of 1.07 on 2 idle cores, with the same numbers up to float rounding
+        (docs/quackie_models.md §5).
+        Torch takes its thread count at a thread's first operation, so the pool is new each
+        call, started after the count is set to 1, and the count is restored afterwards."""
+
+        def logits(arrays: dict[str, np.ndarray]) -> np.ndarray:
+            with torch.inference_mode():  # per thread
+                inputs = {key: torch.from_numpy(value) for key, value in arrays.items()}
+                return self.network(**inputs).logits.float().numpy()
+
+        torch.set_num_threads(1)
+        try:
+            with _last_layer_first_position_only(self._first_position), \
+                    ThreadPoolExecutor(streams, thread_name_prefix="forward") as pool:
+                return list(pool.map(logits, batches))
+        finally:
+            torch.set_num_threads(streams)
 
     def _pad_arrays(self, rows: dict[str, list[list[int]]]) -> dict[str, np.ndarray]:
         """int64 arrays of the rows padded to the longest, on the tokenizer's padding side, with

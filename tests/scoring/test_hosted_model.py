@@ -1,5 +1,6 @@
 """HostedModel: the official QUACKIE wrapper over tiny random models of both kinds."""
 import os
+import threading
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -241,6 +242,43 @@ def test_classifier_batches_hold_similar_lengths_and_duplicates_run_once(classif
     assert all(len(batch) <= classifier.batch_size for batch in seen)
     # each batch is padded to its own longest row only
     assert max(seen[0]) < max(seen[-1])
+
+
+@pytest.fixture
+def two_torch_threads():
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(1)
+
+
+def test_with_two_threads_batches_run_side_by_side_with_the_same_numbers(classifier, two_torch_threads,
+                                                                         monkeypatch):
+    """Batches shared out to one thread per core (each running torch on one core): the same
+    probabilities as one batch after another, every batch seen once from the worker threads
+    with the last layer shortened, and torch's thread count as it was afterwards."""
+    contexts = CONTEXTS * 3 + ["the river was high . " * 40, "Paris."]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(len(contexts))]
+    threads, first_position = [], []
+    original = classifier.network.forward
+
+    def recording(**inputs):
+        threads.append(threading.current_thread().name)
+        first_position.append(type(classifier._first_position[-1]).__name__)
+        return original(**inputs)
+
+    monkeypatch.setattr(classifier.network, "forward", recording)
+    side_by_side = classifier.predict_proba(questions, contexts)
+    assert torch.get_num_threads() == 2
+    assert len(threads) == 4 and all(name.startswith("forward") for name in threads)  # 7 distinct pairs, 2 a batch
+    assert set(first_position) == {"_FirstPositionLayer"}
+    assert type(classifier._first_position[-1]).__name__ != "_FirstPositionLayer"  # whole again
+
+    torch.set_num_threads(1)
+    one_after_another = classifier.predict_proba(questions, contexts)
+    assert len(threads) == 8 and threads[-1] == threading.current_thread().name
+    np.testing.assert_allclose(side_by_side, one_after_another, atol=1e-6)
+    np.testing.assert_allclose(side_by_side[:, 1], plain_classifier_p_answer(classifier, questions, contexts),
+                               atol=1e-6)
 
 
 def test_qa_path_keeps_the_callers_order_and_batches(qa_model):
