@@ -12,8 +12,9 @@ under ``torch.no_grad`` (lime calls it once per sample with all 100 texts), soft
 
 Ours: ``scoring.models.interpreters.interpret("LIME_100_sum", ...)`` on the hosted model: the
 same explainer and seed, each distinct perturbed text run once, tokenised once, sorted by token
-length and padded per batch, the last encoder layer computed for the first position only
-(docs/quackie_models.md §5), under ``torch.inference_mode`` or, with ``--runtime onnxruntime``,
+length and padded per batch, the batches run side by side (one per core), the last encoder
+layer computed for the first position only (docs/quackie_models.md §5), under
+``torch.inference_mode`` or, with ``--runtime onnxruntime``,
 through an ONNX Runtime session of the same float32 network. One method alone: nothing is
 shared with other methods here.
 
