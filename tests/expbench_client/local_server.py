@@ -4,7 +4,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 
@@ -30,7 +30,13 @@ class JsonHandler(BaseHTTPRequestHandler):
 @contextmanager
 def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """The server's base URL (http://127.0.0.1:<port>) while it runs ``handler``."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    with running(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
+        yield url
+
+
+@contextmanager
+def running(httpd: HTTPServer) -> Iterator[str]:
+    """The base URL of ``httpd`` (bound to a port on 127.0.0.1) while it serves in a thread."""
     # A short poll interval: shutdown() waits for the loop to notice, up to one interval.
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

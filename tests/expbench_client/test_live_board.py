@@ -4,7 +4,6 @@ gains an entry while it is read. tests/integration/test_cli_client.py runs every
 the whole stack (gunicorn and workers)."""
 import json
 import random
-import threading
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
@@ -16,6 +15,8 @@ from expbench_client.client import Client
 from tests.factories import make_task, make_user
 from tests.leaderboards.test_board_order import seed_varied
 from tests.leaderboards.test_board_store import seed
+
+from .local_server import running
 
 SLUG = "expmrc-squad"
 
@@ -41,14 +42,8 @@ class QuietHandler(WSGIRequestHandler):
 def server_url(board):
     """The server's base URL while Django answers on localhost. (pytest-django's live_server
     fails every request here: its static-files wrapper does not take this project's settings.)"""
-    httpd = make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with running(make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=QuietHandler)) as url:
+        yield url
 
 
 class Recording(Client):
