@@ -41,7 +41,7 @@ def assert_quota_holds_under_concurrent_uploads(stack, token, used):
             lambda i: stack.upload(token, "expmrc-squad", b"{}", method_name=f"burst {i}"), range(8)))
     statuses = sorted(status for status, _ in results)
     assert statuses == [201] + [429] * 7, results
-    assert all("Daily limit reached" in body["error"] for status, body in results if status == 429)
+    assert all("Daily limit reached" in body["detail"] for status, body in results if status == 429)
     status, mine = stack.request("GET", "/api/submissions/", token=token)
     assert status == 200
     rows = mine["results"] if isinstance(mine, dict) else mine
@@ -63,7 +63,7 @@ def test_embedded_worker_scores_an_upload_end_to_end(embedded_stack):
     assert {"question_types", "linguistic_bias"} <= set(body["diagnostics"])
     # An invalid file is refused at upload and never reaches the worker.
     status, body = embedded_stack.upload(token, "expmrc-squad", b'{"unknown-id": {"answer": "", "evidence": ""}}')
-    assert status == 400 and "unknown-id" in body["error"]
+    assert status == 400 and "unknown-id" in body["detail"]
     assert_quota_holds_under_concurrent_uploads(embedded_stack, token, used=1)  # rejected files are free
 
 

@@ -285,7 +285,10 @@ def test_baselines_run_through_the_sandbox_and_match_in_process(model_dir, tmp_p
 
     model = load_hosted_model(model_dir, "classification")
     batch = samples(4)
-    for name in ("Random", "Gradient_sum", "LIME_10_sum", "SHAP_10_max"):
+    # SHAP_100, not SHAP_10: SHAP_10's regression over more words than rows is singular, so float
+    # rounding from another batching (one torch thread here, batches side by side there) can move
+    # a whole word's weight (docs/quackie_models.md §5, "Stated tolerance").
+    for name in ("Random", "Gradient_sum", "LIME_10_sum", "SHAP_100_max"):
         code = sandbox.write_baseline_code(name, tmp_path, seed=3)
         assert check_submission_code(code.read_bytes(), code.name) == "interpreter"
         progress = []
