@@ -29,6 +29,7 @@ from .ordering import Order, OrderError, read_order
 from .serializers import BenchmarkLeaderboardSerializer, ComparisonSerializer, LeaderboardSerializer
 from .store import (
     RELEASE,
+    BoardState,
     benchmark_board,
     board_state,
     current_stamp,
@@ -57,15 +58,7 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
     state = board_state(slug)
     if state is None or state.visibility not in Visibility.reachable_by(request.user):
         raise NotFound("No Task matches the given query.")  # as get_object_or_404 says it
-    params = request.query_params
-    try:
-        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
-    except OrderError as exc:
-        field = "order" if str(exc).startswith("order") else "sort"
-        raise ValidationError({field: [str(exc).split(": ", 1)[1]]}) from None
-    limit = page_limit(request._request, params.get("limit"), default=settings.API_PAGE_SIZE,
-                       ceiling=settings.API_MAX_PAGE_SIZE)  # None: the whole board (deprecated path)
-    offset = whole_number("offset", params.get("offset", "0"), minimum=0)
+    order, limit, offset = page_asked(request._request, state)
     stamp, computed_at = current_stamp(state)
     etag = board_etag(request, stamp, order, limit, offset)
     private = state.visibility == Visibility.HIDDEN
@@ -78,14 +71,32 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
         return HttpResponse(board_body(request, task, order, limit, offset), content_type="application/json")
 
     # Stored encoded per ETag: every client asking for this page of this generation gets the same bytes.
-    response = stored_response(request, f"api-board:{etag}", render, seconds=BODY_CACHE_SECONDS,
+    response = stored_response(request, stored_key(etag), render, seconds=BODY_CACHE_SECONDS,
                                content_type="application/json")
     return weaken_for_gzip(with_validators(response, etag, computed_at, private=private))
+
+
+def page_asked(request: HttpRequest, state: BoardState) -> tuple[Order, int | None, int]:
+    """The order, ``limit`` (None: the whole board, on the deprecated path) and ``offset`` the
+    query asks for, or a ValidationError naming the parameter."""
+    params = request.GET
+    try:
+        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
+    except OrderError as exc:
+        field = "order" if str(exc).startswith("order") else "sort"
+        raise ValidationError({field: [str(exc).split(": ", 1)[1]]}) from None
+    limit = page_limit(request, params.get("limit"), default=settings.API_PAGE_SIZE, ceiling=settings.API_MAX_PAGE_SIZE)
+    return order, limit, whole_number("offset", params.get("offset", "0"), minimum=0)
 
 
 def board_etag(request: HttpRequest, stamp: str, order: Order, limit: int | None, offset: int) -> str:
     """What the bytes of a board's API page depend on (the host and path appear in its links)."""
     return strong_etag(RELEASE, stamp, order, limit, offset, request.get_host(), request.path_info)
+
+
+def stored_key(etag: str) -> str:
+    """Where the encoded page of that ETag is kept in the shared cache."""
+    return f"api-board:{etag}"
 
 
 def stored_task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse | None:
@@ -100,19 +111,15 @@ def stored_task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse | N
     if (state is None or state.visibility != Visibility.PUBLIC or not state.up_to_date
             or state.stamp is None or state.computed_at is None):
         return None
-    params = request.GET
     try:
-        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
-        limit = page_limit(request, params.get("limit"), default=settings.API_PAGE_SIZE,
-                           ceiling=settings.API_MAX_PAGE_SIZE)
-        offset = whole_number("offset", params.get("offset", "0"), minimum=0)
-    except (OrderError, ValidationError):
+        order, limit, offset = page_asked(request, state)
+    except ValidationError:
         return None
     stamp, computed_at = current_stamp(state)  # the stored board's (current, checked above)
     etag = board_etag(request, stamp, order, limit, offset)
     answer = unchanged(request, etag, computed_at)
     if answer is None:
-        answer = stored_answer(request, f"api-board:{etag}", content_type="application/json")
+        answer = stored_answer(request, stored_key(etag), content_type="application/json")
     return None if answer is None else weaken_for_gzip(with_validators(answer, etag, computed_at))
 
 
