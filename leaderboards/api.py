@@ -108,8 +108,7 @@ def stored_task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse | N
     against the anonymous rate limit; DRF's dispatch (request wrapper, authenticators,
     negotiation) costs more than serving a stored page, on the API's busiest read."""
     state = board_state(slug)
-    if (state is None or state.visibility != Visibility.PUBLIC or not state.up_to_date
-            or state.stamp is None or state.computed_at is None):
+    if state is None or state.visibility != Visibility.PUBLIC or not state.stored_is_current:
         return None
     try:
         order, limit, offset = page_asked(request, state)

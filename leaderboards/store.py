@@ -9,6 +9,7 @@ is small (``BOARD_INLINE_ROWS`` rows or fewer: computed at once, so a small boar
 behind) or the change is older than ``BOARD_WORKER_GRACE_SECONDS`` (no worker took it: the
 request computes it, so a board is never left behind for good). Only one process computes a
 given generation at a time."""
+import functools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -283,13 +284,19 @@ class BoardState:
     track: tuple[str, int, str] | None  # a QUACKIE track's progress, shown on its board
     baselines: tuple[object, ...] | None = None  # its built-in baseline job's progress (baselines_mark)
 
+    @property
+    def stored_is_current(self) -> bool:
+        """A stored board exists and is of the task's latest generation: requests show it as is."""
+        return self.up_to_date and self.stamp is not None and self.computed_at is not None
 
-def _state_sql() -> str:
+
+@functools.cache
+def _state_sql(vendor: str) -> str:
     # The ORM would spend ten times the query's own cost compiling it on every request.
     tables = {"task": Task._meta.db_table, "generation": BoardGeneration._meta.db_table,
               "snapshot": BoardSnapshot._meta.db_table, "test_set": TestSet._meta.db_table,
               "track": Track._meta.db_table}
-    postgresql = connection.vendor == "postgresql"
+    postgresql = vendor == "postgresql"
     cues = ("ts.diagnostics -> 'icq' ->> 'updated_at'" if postgresql
             else "json_extract(ts.diagnostics, '$.icq.updated_at')")
     # The baseline job's part whole (under 2 kB: a handful of fields and 15 row ids): one
@@ -310,7 +317,7 @@ def _state_sql() -> str:
 def board_state(slug: str) -> BoardState | None:
     """The state of the task ``slug``'s board (None if there is no such task), whoever may see it."""
     with connection.cursor() as cursor:
-        cursor.execute(_state_sql(), [Task.CHECKLIST, TestSet.DEV, TestSet.TEST, slug])
+        cursor.execute(_state_sql(connection.vendor), [Task.CHECKLIST, TestSet.DEV, TestSet.TEST, slug])
         found = cursor.fetchone()
     if found is None:
         return None
@@ -364,7 +371,8 @@ def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
 def current_stamp(state: BoardState) -> tuple[str, datetime]:
     """The stamp and date of the board a request shows: the stored one when it is current, else
     whatever ``task_boards`` decides (compute it now, or show the stored one while a worker does)."""
-    if state.up_to_date and state.stamp is not None and state.computed_at is not None:
+    if state.stored_is_current:
+        assert state.computed_at is not None  # for the type checker: stored_is_current says so
         return f"t{state.task_id}.{state.stamp}", state.computed_at
     board = task_board(Task.objects.get(pk=state.task_id), "summary")
     return board.stamp, board.computed_at
