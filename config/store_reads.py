@@ -39,17 +39,14 @@ def served_from_store(view: Callable[..., HttpResponse],
     """``view`` (a DRF function view), with anonymous reads that ``stored`` can answer answered
     by it instead."""
     throttle = AnonWindowThrottle()
-    drf_headers: dict[str, str] = {}
+    drf_headers = view.cls().default_response_headers  # type: ignore[attr-defined]
 
     @functools.wraps(view)
     def entry(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if plain_anonymous_read(request):
             answer = stored(request, *args, **kwargs)
             # DRF's get_ident reads only request.META (the address, behind NUM_PROXIES proxies).
-            client = throttle.get_ident(request)  # type: ignore[arg-type]
-            if answer is not None and throttle.spend(client) is None:
-                if not drf_headers:
-                    drf_headers.update(view.cls().default_response_headers)  # type: ignore[attr-defined]
+            if answer is not None and throttle.spend(throttle.get_ident(request)) is None:  # type: ignore[arg-type]
                 # Through DRF the session is read (to find the user), so Django adds Vary: Cookie:
                 # rightly, as a session may see what anonymous readers do not.
                 answer = with_headers(answer, drf_headers)
