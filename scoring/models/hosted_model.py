@@ -444,7 +444,12 @@ class HostedModel:
         raise ModelLoadError(f"{self.path}: nowhere to write the ONNX export ({'; '.join(failures)})")
 
     def _torch_logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        with torch.inference_mode(), _last_layer_first_position_only(self._first_position):
+        with _last_layer_first_position_only(self._first_position):
+            return self._network_logits(arrays)
+
+    def _network_logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """One batch through the network as it stands (inference mode is per thread: set here)."""
+        with torch.inference_mode():
             inputs = {key: torch.from_numpy(value).to(self.device) for key, value in arrays.items()}
             return self.network(**inputs).logits.float().cpu().numpy()
 
@@ -582,17 +587,11 @@ class HostedModel:
         (docs/quackie_models.md §5).
         Torch takes its thread count at a thread's first operation, so the pool is new each
         call, started after the count is set to 1, and the count is restored afterwards."""
-
-        def logits(arrays: dict[str, np.ndarray]) -> np.ndarray:
-            with torch.inference_mode():  # per thread
-                inputs = {key: torch.from_numpy(value) for key, value in arrays.items()}
-                return self.network(**inputs).logits.float().numpy()
-
         torch.set_num_threads(1)
         try:
             with _last_layer_first_position_only(self._first_position), \
                     ThreadPoolExecutor(streams, thread_name_prefix="forward") as pool:
-                return list(pool.map(logits, batches))
+                return list(pool.map(self._network_logits, batches))
         finally:
             torch.set_num_threads(streams)
 
