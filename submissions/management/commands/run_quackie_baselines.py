@@ -1,5 +1,4 @@
 import json
-import math
 import os
 import tempfile
 import time
@@ -45,7 +44,7 @@ class Command(BaseCommand):
         import torch  # noqa: PLC0415
 
         from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415
-        from scoring.models.interpreters import BASELINE_METHODS, interpret_many  # noqa: PLC0415
+        from scoring.models.interpreters import BASELINE_METHODS  # noqa: PLC0415
 
         torch.set_num_threads(2)
         task = Task.objects.filter(slug=opts["track"], kind=Task.INTERPRETATION).select_related("track").first()
@@ -85,20 +84,14 @@ class Command(BaseCommand):
             with model.shared_forward_passes():
                 for group in baseline_runs.families(methods):
                     started = time.monotonic()
-                    try:
-                        results = interpret_many(group, model, sample["question"], sample["context"],
-                                                 sample["sentences"], seed=0)
-                    except Exception as exc:  # noqa: BLE001  (one sample's failure must not end the run)
-                        results, error = None, f"{type(exc).__name__}: {exc}"
+                    results = baseline_runs.explain_sample(model, group, sample)
                     share = (time.monotonic() - started) / len(group)
-                    for method in group:
+                    for method, result in results.items():
                         seconds[method] += share
-                        if results is None:
-                            failures[method].add(sample_id, "exception", error)
-                        elif not all(math.isfinite(value) for value in results[method]):
-                            failures[method].add(sample_id, "not_finite", "a score is NaN or infinite")
+                        if isinstance(result, tuple):  # (category, detail): this sample failed
+                            failures[method].add(sample_id, *result)
                         else:
-                            scores[method][sample_id] = results[method]
+                            scores[method][sample_id] = result
             if done % 25 == 0 or done == len(samples):
                 self.stderr.write(f"  {done}/{len(samples)} samples explained", ending="\r")
         self.stderr.write("")
