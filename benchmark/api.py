@@ -10,12 +10,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED, unchanged, with_validators
+from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED
 
-from .models import Benchmark, SkillVariant, Task, TaskQuerySet, TestSet
+from .models import Benchmark, SkillVariant, Task, TaskQuerySet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
-from .views import inputs_etag, inputs_modified
+from .views import inputs_answer
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -88,12 +88,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         if test_set is None:
             raise NotFound(f"Task {task.slug} has no test set yet.")
         # The renderer is part of the ETag: JSON and the browsable API are different bytes.
-        etag, modified = inputs_etag(test_set, request.accepted_renderer.format), inputs_modified(test_set)
-        current = unchanged(request, etag, modified, private=task.is_hidden)
-        if current is not None:
-            return current
-        inputs = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
-        return with_validators(Response(inputs), etag, modified, private=task.is_hidden)
+        return inputs_answer(request, task, test_set, request.accepted_renderer.format, Response)
 
     @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "
                            "of the task's hidden set",

@@ -3,7 +3,9 @@
 The inputs are large (the CheckList items are 26.6 MB of JSON) and change only with a new test
 set, so their answers carry an ETag and Last-Modified from the test set and a client that holds
 the current copy gets a 304 before the inputs are even read from the database."""
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -25,17 +27,28 @@ def inputs_modified(test_set: TestSet) -> datetime:
     return test_set.imported_at
 
 
+def inputs_answer(request: HttpRequest, task: Task, test_set: TestSet, representation: str,
+                  respond: Callable[[Any], HttpResponse]) -> HttpResponse:
+    """The 304 when the client holds the current inputs, else ``respond(inputs)`` with the
+    validators; the inputs are read from the database only in that case. A hidden task's inputs
+    are for staff: no shared cache may keep them."""
+    etag, modified = inputs_etag(test_set, representation), inputs_modified(test_set)
+    current = unchanged(request, etag, modified, private=task.is_hidden)
+    if current is not None:
+        return current
+    inputs = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
+    return with_validators(respond(inputs), etag, modified, private=task.is_hidden)
+
+
 def task_inputs_download(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     test_set = task.current_test_set()  # without the inputs and the gold
     if test_set is None:
         return JsonResponse({"error": f"Task {task.slug} has no test set yet."}, status=404)
-    etag, modified = inputs_etag(test_set, "download"), inputs_modified(test_set)
-    # A hidden task's inputs are for staff: no shared cache may keep them.
-    current = unchanged(request, etag, modified, private=task.is_hidden)
-    if current is not None:
-        return current
-    inputs = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
-    response = JsonResponse(inputs, json_dumps_params={"ensure_ascii": False})
-    response["Content-Disposition"] = f'attachment; filename="{task.slug}-{test_set.version}-inputs.json"'
-    return with_validators(response, etag, modified, private=task.is_hidden)
+
+    def download(inputs: Any) -> HttpResponse:
+        response = JsonResponse(inputs, json_dumps_params={"ensure_ascii": False})
+        response["Content-Disposition"] = f'attachment; filename="{task.slug}-{test_set.version}-inputs.json"'
+        return response
+
+    return inputs_answer(request, task, test_set, "download", download)
