@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, config
-from .client import DEFAULT_RETRIES, Client, ServerUnreachable
+from .client import DEFAULT_RETRIES, Client, ListChanged, ServerUnreachable
 from .commands import COMMANDS
 from .context import Context
-from .errors import EXIT_CODES_HELP, CliError, ExitCode, unreachable_message
+from .errors import EXIT_CODES_HELP, CliError, ExitCode, list_changed_message, unreachable_message
 
 STATUSES = ("uploaded", "queued", "running", "scored", "failed", "rejected", "cancelled")
 
@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(CliError(ExitCode.USAGE, str(exc)))
     except ServerUnreachable as exc:
         return report(CliError(ExitCode.UNREACHABLE, unreachable_message(exc.url, exc.reason)))
+    except ListChanged as exc:  # any command reading a list, through Client.read_list or Client.call
+        return report(CliError(ExitCode.SERVER, list_changed_message(exc.path)))
     except KeyboardInterrupt:
         return report(CliError(ExitCode.INTERRUPTED, "stopped by Ctrl-C", prefix="interrupted"))
     except BrokenPipeError:

@@ -6,10 +6,10 @@ HTTP error statuses are answers, not exceptions: every call returns the status a
 body. A list that comes in pages (``{"count", "next", "previous", "results"}``) is read to its
 last page, unless the call asks for one page with ``limit`` or ``offset``; a task's board
 (``{"count", "next", "previous", "rows"}``) is read whole by :meth:`Client.board`. Only a server
-that cannot be reached raises, as :class:`ServerUnreachable`, and a board that keeps changing
-while its pages are read, as :class:`BoardChanged`. Reads (GET) are retried with
-exponential backoff on connection errors and 5xx answers; writes never are, so a submission is
-never sent twice.
+that cannot be reached raises, as :class:`ServerUnreachable`, and a board or a list that keeps
+changing while its pages are read, as :class:`BoardChanged` or :class:`ListChanged`. Reads
+(GET) are retried with exponential backoff on connection errors and 5xx answers; writes never
+are, so a submission is never sent twice.
 """
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ MAX_PAGES = 10_000
 PAGE_SIZE = 1000
 # A board that changed while its pages were read is read again from its first page, once.
 BOARD_READS = 2
+# So is a list: its offsets shifted, so an item would come twice or be skipped.
+LIST_READS = 2
 
 #: The API version this client speaks. The server keeps the unversioned ``/api/`` paths only as
 #: deprecated aliases, for one release.
@@ -146,6 +148,21 @@ class BoardChanged(Exception):
         super().__init__(f"the board of {task} changed while it was read ({reads} times)")
         self.task = task
         self.reads = reads
+
+
+class ListChanged(Exception):
+    """A list changed while its pages were read (an item was added or removed, so the offsets
+    shifted), on the second reading too: its joined pages would hold an item twice or miss one."""
+
+    def __init__(self, path: str, reads: int) -> None:
+        super().__init__(f"the list {path} changed while it was read ({reads} times)")
+        self.path = path
+        self.reads = reads
+
+
+def item_ids(items: list[Any]) -> list[Any]:
+    """The ``id`` of each item that has one."""
+    return [item["id"] for item in items if isinstance(item, Mapping) and "id" in item]
 
 
 def is_board_page(body: Any) -> bool:
@@ -269,21 +286,45 @@ class Client:
                          headers=headers)
         response = self.read_all(self.open(req, timeout))
         if method == "GET" and response.ok and is_page(response.body) and not PAGE_PARAMETERS & set(query or {}):
-            return self.read_other_pages(response, token=token, timeout=timeout)
+            # Reading the first page again opens the same Request again, as open() does on retries.
+            return self.read_other_pages(response, path, lambda: self.read_all(self.open(req, timeout)),
+                                         token=token, timeout=timeout)
         return response
 
     def read_list(self, path: str, *, query: Mapping[str, Any] | None = None, token: str | None = None) -> Response:
         """Every item of a list endpoint, read :data:`PAGE_SIZE` items a page (the answer of
         :meth:`read_other_pages`); an answer that is not a page comes back as it is."""
-        first = self.call("GET", path, query={**(query or {}), "limit": PAGE_SIZE}, token=token)
+        def read_first() -> Response:
+            return self.call("GET", path, query={**(query or {}), "limit": PAGE_SIZE}, token=token)
+
+        first = read_first()
         if first.ok and is_page(first.body):
-            return self.read_other_pages(first, token=token, timeout=None)
+            return self.read_other_pages(first, path, read_first, token=token, timeout=None)
         return first
 
-    def read_other_pages(self, first: Response, *, token: str | None, timeout: float | None) -> Response:
-        """The first page with the results of every page after it (``next`` becomes null). An
-        error on a later page is the answer, as it would be for a single request."""
+    def read_other_pages(self, first: Response, path: str, read_first: Callable[[], Response], *,
+                         token: str | None, timeout: float | None) -> Response:
+        """The first page with the results of every page after it (``next`` becomes null). The
+        pages must come from one version of the list: if a later page shows another ``count``
+        or an item ``id`` already read, the list is read again from ``read_first()``, once, and
+        a second change raises :class:`ListChanged` rather than answer a mix. An error on a
+        later page (or on the first page read again) is the answer, as it would be for a single
+        request."""
+        for reading in range(LIST_READS):
+            if reading:
+                first = read_first()
+                if not first.ok or not is_page(first.body):
+                    return first
+            answer = self.join_pages(first, token=token, timeout=timeout)
+            if answer is not None:
+                return answer
+        raise ListChanged(path, LIST_READS)
+
+    def join_pages(self, first: Response, *, token: str | None, timeout: float | None) -> Response | None:
+        """One reading of the pages after ``first``, joined to it; None when a page shows that
+        the list changed since ``first`` (another ``count``, or an item ``id`` seen before)."""
         results = list(first.body["results"])
+        seen = set(item_ids(results))
         next_url = first.body["next"]
         for _ in range(MAX_PAGES):
             if not next_url:
@@ -291,8 +332,12 @@ class Client:
             page = self.read_all(self.open(self.build("GET", self.path_of(next_url), token=token), timeout))
             if not page.ok or not is_page(page.body):
                 return page
+            ids = item_ids(page.body["results"])
+            if page.body["count"] != first.body["count"] or not seen.isdisjoint(ids):
+                return None
             if not page.body["results"]:
                 break
+            seen.update(ids)
             results += page.body["results"]
             next_url = page.body["next"]
         body = {**first.body, "next": None, "previous": None, "results": results}

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from . import output, reports
 from .account import cmd_config, cmd_login, cmd_logout, cmd_token
-from .client import BoardChanged, ServerUnreachable, api_path
+from .client import BoardChanged, ListChanged, ServerUnreachable, api_path
 from .context import Context, results, submission_subject, task_subject
 from .errors import CliError, ExitCode, Subject, describe_body, unreachable_message
 from .progress import TERMINAL, ProgressLine, WaitTimeout, wait_until_finished
@@ -255,7 +255,7 @@ def primary_metrics(ctx: Context) -> dict[str, str]:
     """task slug -> primary metric, for the SCORE column; {} when the task list is unavailable."""
     try:
         response = ctx.client.read_list(api_path("tasks"))
-    except ServerUnreachable:
+    except (ServerUnreachable, ListChanged):
         return {}
     if not response.ok:
         return {}

@@ -22,7 +22,7 @@ class ExitCode(IntEnum):
     AUTH = 4  # 401/403
     NOT_FOUND = 5  # 404
     QUOTA = 6  # 429: daily quota or rate limit
-    SERVER = 7  # 5xx, an answer that is not JSON, an unexpected status, a board that kept changing
+    SERVER = 7  # 5xx, an answer that is not JSON, an unexpected status, a board or list that kept changing
     TIMEOUT = 8  # --wait gave up; the submission keeps running
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
@@ -38,8 +38,8 @@ exit codes:
   4    not authenticated or not allowed (401/403): log in again
   5    not found (404): unknown task, submission or benchmark
   6    daily quota or rate limit reached (429): the message says when to retry
-  7    server error (5xx, or an answer that is not JSON), or a board that kept
-       changing while it was read: try again
+  7    server error (5xx, or an answer that is not JSON), or a board or list
+       that kept changing while it was read: try again
   8    --wait timed out (the submission keeps running on the server)
   130  interrupted (Ctrl-C)"""
 
@@ -202,6 +202,11 @@ def error_for_status(status: int, body: Any, headers: Mapping[str, str], *, url:
 def not_json(status: int, url: str) -> CliError:
     return CliError(ExitCode.SERVER, f"the server at {url} answered HTTP {status} with something that is not JSON; "
                                      "is --url pointing at an ExpBench server?")
+
+
+def list_changed_message(path: str) -> str:
+    return (f"the list {path} changed while it was read, twice (items were added or removed); nothing is shown "
+            "rather than a list with items twice or missing; try again in a moment")
 
 
 def unreachable_message(url: str, reason: str) -> str:
