@@ -228,8 +228,10 @@ class OnnxClassifier:
     def __init__(self, path: Path, keys: tuple[str, ...], *, threads: int):
         import onnxruntime  # noqa: PLC0415  (optional; only when this runtime is asked for)
 
+        self.threads = max(1, int(threads))
+        self._one_thread: OnnxClassifier | None = None
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = max(1, int(threads))
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -239,6 +241,17 @@ class OnnxClassifier:
 
     def logits(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run(["logits"], {key: arrays[key] for key in self.keys})[0]
+
+    def one_thread(self) -> "OnnxClassifier":
+        """A session of the same file that computes on its caller's thread alone, for batches
+        run side by side: concurrent runs of one session are safe, but runs sharing a session's
+        pool of several threads wait for each other (LIME-100 on 6 samples: slower than one
+        batch after another)."""
+        if self.threads == 1:
+            return self
+        if self._one_thread is None:
+            self._one_thread = OnnxClassifier(self.path, self.keys, threads=1)
+        return self._one_thread
 
 
 def export_classifier_onnx(network, keys: tuple[str, ...], example: dict[str, torch.Tensor],
@@ -569,24 +582,29 @@ class HostedModel:
 
         p_answer = np.zeros(len(pairs), dtype=np.float64)
         streams = torch.get_num_threads()
-        if streams > 1 and len(batches) > 1 and self._onnx is None and self.device.type == "cpu":
-            for index, logits in zip(batches, self._torch_logits_in_streams([padded(i) for i in batches], streams)):
+        if streams > 1 and len(batches) > 1 and self.device.type == "cpu":
+            for index, logits in zip(batches, self._logits_side_by_side([padded(i) for i in batches], streams)):
                 p_answer[index] = _p_answer(logits)
             return p_answer
         for index in batches:
             p_answer[index] = _p_answer(self._classifier_logits(padded(index)))
         return p_answer
 
-    def _torch_logits_in_streams(self, batches: list[dict[str, np.ndarray]], streams: int) -> list[np.ndarray]:
+    def _logits_side_by_side(self, batches: list[dict[str, np.ndarray]], streams: int) -> list[np.ndarray]:
         """Logits of each padded batch, the batches shared out to ``streams`` threads that each
-        run torch on one core, rather than each batch split across the cores. A batch of 8
-        short texts is too small for torch to keep two cores busy (every operation ends at a
-        barrier where one thread waits for the other, longer still when another process takes
-        a core); whole batches side by side keep them busier: LIME-100 took 0.95 s a sample
-        instead of 1.07 on 2 idle cores, with the same numbers up to float rounding
-        (docs/quackie_models.md §5).
-        Torch takes its thread count at a thread's first operation, so the pool is new each
-        call, started after the count is set to 1, and the count is restored afterwards."""
+        compute on one core, rather than each batch split across the cores. A batch of 8
+        short texts is too small to keep two cores busy (every operation ends at a barrier
+        where one thread waits for the other, longer still when another process takes a
+        core); whole batches side by side keep them busier: LIME-100 took 0.95 s a sample
+        instead of 1.07 on 2 idle cores through torch, with the same numbers up to float
+        rounding (docs/quackie_models.md §5).
+        Through ONNX Runtime every thread runs a one-thread session. Torch takes its thread
+        count at a thread's first operation, so the pool is new each call, started after the
+        count is set to 1, and the count is restored afterwards."""
+        if self._onnx is not None:
+            session = self._onnx.one_thread()
+            with ThreadPoolExecutor(streams, thread_name_prefix="forward") as pool:
+                return list(pool.map(session.logits, batches))
         torch.set_num_threads(1)
         try:
             with _last_layer_first_position_only(self._first_position), \

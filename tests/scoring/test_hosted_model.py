@@ -463,6 +463,40 @@ def test_onnx_runtime_gives_the_float_networks_probabilities_and_is_cached(tmp_p
     assert load_hosted_model(other, "classification", runtime="onnxruntime")._onnx.path != exported[0]
 
 
+def test_onnx_batches_run_side_by_side_in_one_thread_sessions_with_the_same_numbers(tmp_path, two_torch_threads,
+                                                                                   monkeypatch):
+    """With two threads, ONNX Runtime's batches go to worker threads that each run a one-thread
+    session of the same export (made once, kept): the probabilities of one batch after another."""
+    from scoring.models import hosted_model as hm
+
+    directory = build_tiny_classifier(tmp_path / "cls", seed=5)
+    model = load_hosted_model(directory, "classification", runtime="onnxruntime", batch_size=2)
+    assert model._onnx.threads == 2
+    contexts = CONTEXTS * 3 + ["the river was high . " * 40, "Paris."]
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(len(contexts))]
+    runs = []
+    original = hm.OnnxClassifier.logits
+
+    def recording(session, arrays):
+        runs.append((session.threads, threading.current_thread().name))
+        return original(session, arrays)
+
+    monkeypatch.setattr(hm.OnnxClassifier, "logits", recording)
+    side_by_side = model.predict_proba(questions, contexts)
+    assert len(runs) == 4  # 7 distinct pairs, 2 a batch
+    assert all(threads == 1 and name.startswith("forward") for threads, name in runs)
+    one_thread = model._onnx.one_thread()
+    model.predict_proba(questions, contexts[::-1])
+    assert model._onnx.one_thread() is one_thread and one_thread.path == model._onnx.path
+
+    torch.set_num_threads(1)
+    one_after_another = model.predict_proba(questions, contexts)
+    assert runs[-1] == (2, threading.current_thread().name)  # the wide session, on the caller's thread
+    np.testing.assert_allclose(side_by_side, one_after_another, atol=1e-6)
+    np.testing.assert_allclose(side_by_side[:, 1], full_network_p_answer(model, questions, contexts),
+                               atol=hm.FAST_PATH_TOLERANCE)
+
+
 def test_onnx_export_goes_to_the_cache_setting_when_the_model_directory_is_read_only(tmp_path, monkeypatch):
     from scoring.models.hosted_model import ONNX_CACHE_SETTING
 
