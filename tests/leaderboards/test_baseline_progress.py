@@ -4,6 +4,7 @@ updating itself while the job waits or runs. The job's state is written here thr
 protocol (core.jobs) and the model, as the worker writes it, without running the job."""
 import re
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.core.cache import cache
@@ -223,3 +224,33 @@ def test_the_baselines_cost_the_board_page_no_query(track):
     run_to(track, families_finished=3, samples_done=120)
     running = queries()
     assert running == never_queued and running[1] == 1, (never_queued, running)
+
+
+class BlockInParagraph(HTMLParser):
+    """Records each <div> opened while a <p> is open: a browser closes the <p> there, so the
+    page's text would not be laid out as written."""
+
+    def __init__(self):
+        super().__init__()
+        self.open_paragraphs, self.misplaced = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "p":
+            self.open_paragraphs += 1
+        elif tag == "div" and self.open_paragraphs:
+            self.misplaced.append(dict(attrs).get("class", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "p" and self.open_paragraphs:
+            self.open_paragraphs -= 1
+
+
+def test_a_track_computing_its_inclusion_shows_its_bar_outside_the_paragraph(track):
+    Track.objects.filter(pk=track.pk).update(status=JobStatus.RUNNING, done=100, total=SAMPLES + 5)
+    cache.clear()
+    html = page(track).content.decode()
+    assert "Computing the inclusion flags with the hosted model: 100 / 500 samples" in html
+    assert 'class="progress-bar" style="width: 20%"' in html
+    parser = BlockInParagraph()
+    parser.feed(html)
+    assert parser.misplaced == []
