@@ -66,12 +66,21 @@ def scored(embedded_stack, tmp_path_factory):
     return {"token": token, "username": username, "ids": ids, "expected": expected}
 
 
+def every_item(stack, path, token=None):
+    """Every item of an API list, as the bare list ``--json`` prints it. ``stack.request`` reads
+    a paged /api/v1/ list to its last page; the server's ``count`` checks that none was missed."""
+    status, body = stack.request("GET", path, token=token)
+    assert status == 200, body
+    assert len(body["results"]) == body["count"], body
+    return body["results"]
+
+
 def settled_submissions(stack, token, timeout=90):
     """The user's submissions once none is still moving (scoring or diagnostics queued or
     running), so two reads of the list a moment apart see the same thing."""
     deadline = time.monotonic() + timeout
     while True:
-        submissions = stack.request("GET", "/api/submissions/", token=token)[1]
+        submissions = every_item(stack, "/api/v1/submissions/", token)
         moving = [s["id"] for s in submissions if s["status"] in ("uploaded", "queued", "running")
                   or s["diagnostics_status"] in ("queued", "running")]
         if not moving or time.monotonic() > deadline:
@@ -126,9 +135,9 @@ def test_login_saves_a_private_config_that_later_commands_use(embedded_stack, sc
     assert shown["url"] == embedded_stack.url and str(config) in shown["token_source"]
     assert token not in json.dumps(shown)
     assert as_json(cli(embedded_stack, "list", "--json", config=config, url=False)) == \
-        embedded_stack.request("GET", "/api/submissions/", token=token)[1]
+        every_item(embedded_stack, "/api/v1/submissions/", token)
     assert as_json(cli(embedded_stack, "quota", "expmrc-squad", "--json", config=config, url=False)) == \
-        embedded_stack.request("GET", "/api/tasks/expmrc-squad/quota/", token=token)[1]
+        embedded_stack.request("GET", "/api/v1/tasks/expmrc-squad/quota/", token=token)[1]
 
     # login --token checks the token before saving it.
     refused = cli(embedded_stack, "login", "--token", "0" * 40, config=tmp_path / "other.json")
@@ -148,12 +157,12 @@ def test_read_commands_print_tables_and_json(embedded_stack, scored):
     api = settled_submissions(embedded_stack, token)  # nothing of this user moves from here on
 
     tasks = as_json(cli(embedded_stack, "tasks", "--json"))
-    assert tasks == embedded_stack.request("GET", "/api/tasks/")[1]
+    assert tasks == every_item(embedded_stack, "/api/v1/tasks/")
     text = cli(embedded_stack, "tasks").stdout
     assert all(t["slug"] in text for t in tasks) and all(len(line) <= 80 for line in text.splitlines()[:5])
 
     board = as_json(cli(embedded_stack, "leaderboard", "expmrc-squad", "--json"))
-    assert board == embedded_stack.request("GET", "/api/tasks/expmrc-squad/leaderboard/")[1]
+    assert board == embedded_stack.board("expmrc-squad")  # every row, from every page
     assert "CLI sample" in cli(embedded_stack, "leaderboard", "expmrc-squad").stdout
     average = as_json(cli(embedded_stack, "leaderboard", "--benchmark", "expmrc", "--json"))
     assert average["tasks"][0] == "expmrc-squad"
@@ -172,7 +181,7 @@ def test_read_commands_print_tables_and_json(embedded_stack, scored):
     assert "overall_f1=" in cli(embedded_stack, "status", str(sample_id), token=token).stdout
 
     quota = as_json(cli(embedded_stack, "quota", "expmrc-squad", "--json", token=token))
-    assert quota == embedded_stack.request("GET", "/api/tasks/expmrc-squad/quota/", token=token)[1]
+    assert quota == embedded_stack.request("GET", "/api/v1/tasks/expmrc-squad/quota/", token=token)[1]
     assert quota["used"] >= 2
     assert f"{quota['used']} of {quota['limit']} submissions used today" in cli(embedded_stack, "quota",
                                                                                  "expmrc-squad", token=token).stdout
@@ -193,7 +202,7 @@ def test_inputs_to_a_file_equal_the_api(embedded_stack, tmp_path):
         target = tmp_path / f"{slug}.json"
         got = cli(embedded_stack, "inputs", slug, "-o", str(target))
         assert got.returncode == 0, got.stderr
-        with urllib.request.urlopen(f"{embedded_stack.url}/api/tasks/{slug}/inputs/", timeout=60) as response:
+        with urllib.request.urlopen(f"{embedded_stack.url}/api/v1/tasks/{slug}/inputs/", timeout=60) as response:
             assert target.read_bytes() == response.read()
         assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
     to_stdout = cli(embedded_stack, "inputs", "expmrc-squad")
@@ -205,7 +214,7 @@ def test_publish_unpublish_and_cancel(embedded_stack, scored, tmp_path):
     sample_id = scored["ids"][0]
 
     def public():
-        return embedded_stack.request("GET", f"/api/submissions/{sample_id}/", token=token)[1]["public"]
+        return embedded_stack.request("GET", f"/api/v1/submissions/{sample_id}/", token=token)[1]["public"]
 
     assert cli(embedded_stack, "unpublish", str(sample_id), token=token).returncode == 0 and public() is False
     assert as_json(cli(embedded_stack, "publish", str(sample_id), "--json", token=token))["public"] is True
@@ -220,7 +229,7 @@ def test_publish_unpublish_and_cancel(embedded_stack, scored, tmp_path):
     created = as_json(cli(embedded_stack, "submit", "expmrc-squad", str(tmp_path / "e.json"), "--method", "to cancel",
                           "--json", token=token))
     cancel = cli(embedded_stack, "cancel", str(created["id"]), token=token)
-    after = embedded_stack.request("GET", f"/api/submissions/{created['id']}/", token=token)[1]["status"]
+    after = embedded_stack.request("GET", f"/api/v1/submissions/{created['id']}/", token=token)[1]["status"]
     if cancel.returncode == 0:
         assert after == "cancelled" and f"cancelled #{created['id']}" in cancel.stdout
     else:
@@ -260,7 +269,7 @@ def test_quota_reached_is_exit_6_and_says_when_to_retry(embedded_stack, scored, 
     token = scored["token"]  # nothing else in this file submits to expmrc-race
     empty = tmp_path / "empty.json"
     empty.write_text("{}")  # a valid file that scores 0: it counts against the quota
-    quota = embedded_stack.request("GET", "/api/tasks/expmrc-race/quota/", token=token)[1]
+    quota = embedded_stack.request("GET", "/api/v1/tasks/expmrc-race/quota/", token=token)[1]
     limit = quota["limit"]
     assert quota["used"] == 0, "another test used this user's expmrc-race quota"
     for number in range(limit):

@@ -82,7 +82,7 @@ def track(embedded_stack, tmp_path_factory):
             + f"Profile.objects.create(user=User.objects.create_user({USERNAME!r}, password={PASSWORD!r}))\n")
     result = embedded_stack.manage("shell", "-c", code)
     assert result.returncode == 0, result.stdout + result.stderr
-    status, body = embedded_stack.request("POST", "/api/auth/token/",
+    status, body = embedded_stack.request("POST", "/api/v1/auth/token/",
                                           json_body={"username": USERNAME, "password": PASSWORD})
     assert status == 200, body
     return "quackie-hostile-tinyhostile", body["token"]
@@ -102,7 +102,7 @@ def stored_uploads(stack):
 def test_eight_hostile_uploads_at_once_leave_the_board_responsive(embedded_stack, track):
     track, token = track
     client = Client(embedded_stack.url, token)
-    status, quota_before = embedded_stack.request("GET", f"/api/tasks/{track}/quota/", token=token)
+    status, quota_before = embedded_stack.request("GET", f"/api/v1/tasks/{track}/quota/", token=token)
     assert status == 200 and quota_before["used"] == 0, quota_before
     files_before = stored_uploads(embedded_stack)
     web_log_start = len(embedded_stack.log_text("web"))
@@ -141,7 +141,7 @@ def test_eight_hostile_uploads_at_once_leave_the_board_responsive(embedded_stack
         status, body = answers[name]
         assert status == 400, (name, status, body)
         assert body["category"] == "invalid_input" and phrase in body["detail"], (name, body)
-    status, quota_after = embedded_stack.request("GET", f"/api/tasks/{track}/quota/", token=token)
+    status, quota_after = embedded_stack.request("GET", f"/api/v1/tasks/{track}/quota/", token=token)
     assert status == 200 and quota_after["used"] == 0 and quota_after["remaining"] == quota_before["remaining"]
     assert stored_uploads(embedded_stack) == files_before  # a refused upload is never stored
     web_log = embedded_stack.log_text("web")[web_log_start:]
@@ -151,7 +151,7 @@ def test_eight_hostile_uploads_at_once_leave_the_board_responsive(embedded_stack
     # withdrawn: other tests cover honest runs, and this one would hold the sandbox worker.)
     status, body = client.submit(track, HONEST, method_name="Honest", filename="interpreter.py", kind="code")
     assert status == 201 and body["status"] == "queued", body
-    status, withdrawn = embedded_stack.request("POST", f"/api/submissions/{body['id']}/cancel/", token=token)
+    status, withdrawn = embedded_stack.request("POST", f"/api/v1/submissions/{body['id']}/cancel/", token=token)
     if status == 409:  # the worker claimed it first: let it finish
         withdrawn = embedded_stack.wait_for(body["id"], token, timeout=180)
     assert withdrawn["status"] in ("cancelled", "scored"), withdrawn

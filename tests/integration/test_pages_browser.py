@@ -50,7 +50,7 @@ def populate(stack):
     assert status in (201, 400), rejected
 
     def skill_sets_built():  # load_demo queued the build; the background worker runs it
-        status, body = stack.request("GET", "/api/tasks/expmrc-squad/skills/")
+        status, body = stack.request("GET", "/api/v1/tasks/expmrc-squad/skills/")
         return (body.get("build") or {}).get("status") == "done"
 
     wait_until(skill_sets_built, "the SQuAD skill sets")
@@ -267,7 +267,7 @@ def test_a_page_that_updates_itself_passes_axe_and_can_be_paused(embedded_stack,
     address = f"{stack.url}/submissions/{pk}/"
 
     def rename(name):
-        status, body = stack.request("PATCH", f"/api/submissions/{pk}/", token=token, json_body={"method_name": name})
+        status, body = stack.request("PATCH", f"/api/v1/submissions/{pk}/", token=token, json_body={"method_name": name})
         assert status == 200, body
 
     def checks_after_a_while(page):
@@ -350,7 +350,7 @@ def test_a_page_that_updates_itself_passes_axe_and_can_be_paused(embedded_stack,
     still.close()
 
     # The work ends (here: cancelled): the page shows it, says so, and stops asking.
-    status, body = stack.request("POST", f"/api/submissions/{pk}/cancel/", token=token)
+    status, body = stack.request("POST", f"/api/v1/submissions/{pk}/cancel/", token=token)
     assert status == 200 and body["status"] == "cancelled", body
     page.locator("#status", has_text="Cancelled").wait_for()
     state = live_state(page)

@@ -42,14 +42,13 @@ def test_import_v2_rescore_and_rescore_again(embedded_stack, tmp_path):
     assert status == 201, body
     v1 = stack.wait_for(body["id"], token)
     assert v1["status"] == "scored"
-    status, board = stack.request("GET", f"/api/tasks/{SLUG}/leaderboard/")
-    v1_version = board["test_set_version"]
+    v1_version = stack.board(SLUG)["test_set_version"]
 
     result = stack.manage("import_expmrc", str(corrected(tmp_path / "cmrc-v2.json")), "--task",
                           SLUG, "--version", "v2-corrected", "--note", "first paragraph re-annotated")
     assert result.returncode == 0, result.stderr
     assert f"manage.py rescore --task {SLUG}" in result.stdout
-    status, board = stack.request("GET", f"/api/tasks/{SLUG}/leaderboard/")
+    board = stack.board(SLUG)
     assert board["test_set_version"] == "v2-corrected"
     assert body["id"] not in [row["submission_id"] for row in board["rows"]]
 
@@ -60,10 +59,10 @@ def test_import_v2_rescore_and_rescore_again(embedded_stack, tmp_path):
     assert "re-scored: 1 (score changed: 1, unchanged: 0); failed: 0" in out, out
     assert "largest score changes" in out
 
-    status, board = stack.request("GET", f"/api/tasks/{SLUG}/leaderboard/")
+    board = stack.board(SLUG)
     row = next(row for row in board["rows"] if row["submission_id"] == body["id"])
     assert row["scores"]["answer_f1"] != v1["scores"]["answer_f1"] and not row["stale"]
-    status, entry = stack.request("GET", f"/api/submissions/{body['id']}/", token=token)
+    status, entry = stack.request("GET", f"/api/v1/submissions/{body['id']}/", token=token)
     assert entry["test_set_version"] == "v2-corrected" and entry["attempts"] == 2
     status, page = stack.request("GET", f"/submissions/{body['id']}/")
     assert v1_version in page and "first paragraph re-annotated" in page
@@ -71,5 +70,5 @@ def test_import_v2_rescore_and_rescore_again(embedded_stack, tmp_path):
     again = stack.manage("rescore", "--task", SLUG, "--timeout", "60")
     assert again.returncode == 0, again.stderr
     assert "0 entries to re-score, 0 already being re-scored, 1 up to date" in again.stdout
-    status, entry = stack.request("GET", f"/api/submissions/{body['id']}/", token=token)
+    status, entry = stack.request("GET", f"/api/v1/submissions/{body['id']}/", token=token)
     assert entry["attempts"] == 2  # scored once per version, never twice

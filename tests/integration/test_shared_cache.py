@@ -27,7 +27,7 @@ def test_the_anonymous_rate_limit_holds_across_gunicorn_workers(tmp_path):
     assert stack.manage("migrate", "--noinput").returncode == 0
     try:
         stack.start_web()  # two gunicorn workers; its readiness probe spends a request or two
-        answers = [get_status(f"{stack.url}/api/tasks/") for _ in range(3 * LIMIT)]
+        answers = [get_status(f"{stack.url}/api/v1/tasks/") for _ in range(3 * LIMIT)]
         folder = embedded_cache_dir(tmp_path / "var")
         assert any(folder.iterdir())  # the embedded default holds the counts
     finally:

@@ -33,7 +33,7 @@ def test_skill_submission_scored_by_a_real_worker(embedded_stack):
     token = embedded_stack.create_user("sam", "integration-pw-5")
 
     def built():  # load_demo queued the build; the background worker runs it
-        status, body = embedded_stack.request("GET", "/api/tasks/expmrc-squad/skills/")
+        status, body = embedded_stack.request("GET", "/api/v1/tasks/expmrc-squad/skills/")
         build = body.get("build") or {}
         assert build.get("status") != "failed", build
         return body if build.get("status") == "done" else None
@@ -80,7 +80,7 @@ def tiny_track(embedded_stack, tmp_path_factory):
     slug = "quackie-small-tiny"
 
     def ready():  # the inclusion flags are computed by the background worker (models queue)
-        status, body = embedded_stack.request("GET", f"/api/tasks/{slug}/inputs/")
+        status, body = embedded_stack.request("GET", f"/api/v1/tasks/{slug}/inputs/")
         return body["data"] if status == 200 and isinstance(body, dict) and body.get("data") else None
 
     return slug, wait_until(ready, "the track's inclusion flags")
@@ -104,7 +104,7 @@ def test_quackie_score_file_scored_by_a_real_worker(embedded_stack, tiny_track):
     expected = quackie.score(gold, scores)
     for name, key in (("IoU", "iou"), ("HPD", "hpd"), ("SNR", "snr")):
         assert scored["scores"][key] == pytest.approx(100 * expected[name], abs=1e-9)
-    status, board = embedded_stack.request("GET", f"/api/tasks/{slug}/leaderboard/")
+    board = embedded_stack.board(slug)
     assert any(row["submission_id"] == body["id"] for row in board["rows"])
 
 
