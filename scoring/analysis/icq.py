@@ -300,7 +300,7 @@ class FeatureIndex:
     def counts(self) -> tuple[Counter, dict[str, Counter]]:
         """(n_f: instances/questions carrying f, {label: Counter of f over labelled rows})."""
         # One Counter built from one chained stream per label, not one update per instance:
-        # the counting runs in C (100,000 instances: 3-4 times faster).
+        # the counting runs in C (100,000 instances, every English feature type: 1.7 times faster).
         if self._counts is None:
             by_label: dict[str, Counter]
             if self.kind == CLASSIFICATION:
