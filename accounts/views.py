@@ -1,3 +1,7 @@
+import math
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -13,7 +17,7 @@ from rest_framework.authtoken.models import Token
 from .forms import AccountSettingsForm, SignupForm
 from .http import AuthenticatedHttpRequest
 from .models import Profile, profile_of
-from .throttling import ThrottledPasswordResetView
+from .throttling import ThrottledPasswordResetView, spend_signup, too_many
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -21,6 +25,10 @@ def signup(request: HttpRequest) -> HttpResponse:
         return redirect("home")
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        wait = spend_signup(request)
+        if wait is not None:
+            response = render(request, "accounts/signup.html", {"form": form, "retry_after": math.ceil(wait)})
+            return too_many(response, wait)
         with transaction.atomic():
             user = form.save()
             Profile.objects.create(user=user, team=form.cleaned_data["team"])
@@ -68,8 +76,17 @@ class InvalidFormIs400:
         return response
 
 
+def email_link_context() -> dict[str, str]:
+    """The parts of an e-mailed link that name the site, from SITE_URL: the request's Host header
+    is chosen by whoever asks for the reset, who must never choose where the link points."""
+    site = urlsplit(settings.SITE_URL)
+    return {"site_name": settings.SITE_NAME, "protocol": site.scheme, "domain": site.netloc}
+
+
 class PasswordResetView(InvalidFormIs400, ThrottledPasswordResetView):
-    pass
+    def form_valid(self, form: BaseForm) -> HttpResponse:
+        self.extra_email_context = email_link_context()
+        return super().form_valid(form)
 
 
 class PasswordResetConfirmView(InvalidFormIs400, auth_views.PasswordResetConfirmView):

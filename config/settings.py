@@ -5,6 +5,7 @@ The embedded default (no variables set) is SQLite plus a filesystem Celery broke
 (PostgreSQL) and CELERY_BROKER_URL (Redis or RabbitMQ).
 """
 import hashlib
+import ipaddress
 import os
 import stat
 from collections.abc import Mapping
@@ -47,7 +48,10 @@ if not SECRET_KEY:
         key_file.chmod(0o600)
     SECRET_KEY = key_file.read_text().strip()
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h.strip()]
+# No default: a wildcard would let any Host header into the absolute URLs the site builds. With
+# DEBUG off the web process refuses to start while this is empty (config/hosts.py); with DEBUG on
+# Django itself accepts the localhost names.
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
@@ -213,8 +217,13 @@ globals().update(email_from_env(os.environ))
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "ExpBench <noreply@localhost>")
 # A mail server that hangs must not hold a web request or a scoring worker for long.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
-# Where links in emails sent outside a request (run notifications) point.
-SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Where every link in an email points (password resets, run notifications): never the request's
+# Host header, which the sender of a reset request chooses. scheme://host[:port], no path.
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").strip().rstrip("/")
+_site = urlsplit(SITE_URL)
+if _site.scheme not in ("http", "https") or not _site.hostname or _site.path or _site.query or _site.fragment:
+    raise ImproperlyConfigured(f"SITE_URL must look like https://expbench.example.org (scheme and host, "
+                               f"optionally a port, no path), not {SITE_URL!r}")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -298,6 +307,7 @@ BACKGROUND_TIME_LIMIT = env_int("BACKGROUND_TIME_LIMIT", 6 * 3600)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("WORKER_MAX_MEMORY_MB", 1536) * 1024  # Celery counts KiB
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 32)
 # API lists come in pages of API_PAGE_SIZE unless ?limit= asks otherwise, never above the max.
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 100)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 1000)
@@ -310,6 +320,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_SCHEMA_CLASS": "config.openapi.ProblemAutoSchema",
+    # JSON nested deeper than JSON_MAX_DEPTH is refused with a 400 (core/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "core.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": [
         "config.throttling.AnonWindowThrottle",
         "config.throttling.UserWindowThrottle",
@@ -319,8 +335,23 @@ REST_FRAMEWORK = {
         "user": os.environ.get("API_RATE_USER", "600/min"),
     },
 }
-# Password guesses per client address, web login and API token endpoint together.
+# The proxies whose X-Forwarded-For is believed (addresses or networks, comma-separated; none by
+# default): every rate limit counts the client's address (core/client_address.py).
+TRUSTED_PROXIES = [p.strip() for p in os.environ.get("TRUSTED_PROXIES", "").split(",") if p.strip()]
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"TRUSTED_PROXIES: {_proxy!r} is not an IP address or network "
+                                   f"(e.g. 10.0.0.5 or 172.16.0.0/12)") from None
+# Password guesses per client address and account (web login, admin login, API token endpoint
+# together; password resets per address and e-mail address), and per client address over all
+# accounts: one address cannot lock out the accounts of others who share it, and still cannot
+# try many accounts fast.
 LOGIN_RATE = os.environ.get("LOGIN_RATE", "10/min")
+LOGIN_ADDRESS_RATE = os.environ.get("LOGIN_ADDRESS_RATE", "60/min")
+# Accounts created per client address.
+SIGNUP_RATE = os.environ.get("SIGNUP_RATE", "10/hour")
 SPECTACULAR_SETTINGS = {
     "TITLE": "ExpBench API",
     "DESCRIPTION": "Explainable and bias-aware leaderboards: tasks, public inputs, submissions, scores.",

@@ -45,8 +45,8 @@ def served_from_store(view: Callable[..., HttpResponse],
     def entry(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if plain_anonymous_read(request):
             answer = stored(request, *args, **kwargs)
-            # DRF's get_ident reads only request.META (the address, behind NUM_PROXIES proxies).
-            if answer is not None and throttle.spend(throttle.get_ident(request)) is None:  # type: ignore[arg-type]
+            # get_ident reads only request.META (the address, behind TRUSTED_PROXIES the forwarded one).
+            if answer is not None and throttle.spend(throttle.get_ident(request)) is None:
                 # Through DRF the session is read (to find the user), so Django adds Vary: Cookie:
                 # rightly, as a session may see what anonymous readers do not.
                 answer = with_headers(answer, drf_headers)

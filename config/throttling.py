@@ -7,6 +7,7 @@ from django.core.cache import cache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from core.client_address import client_key
 from core.rate_limits import parse_rate, spend
 
 if TYPE_CHECKING:  # DRF imports this module while rest_framework.views is loading
@@ -19,6 +20,11 @@ class WindowThrottle(BaseThrottle):
     def client(self, request: "Request") -> str | None:
         """Who is counted, or None when this throttle does not apply to the request."""
         raise NotImplementedError
+
+    def get_ident(self, request: Any) -> str:
+        """The client's address as every rate limit counts it (``TRUSTED_PROXIES``), not DRF's,
+        which believes any X-Forwarded-For unless NUM_PROXIES is set."""
+        return client_key(request)
 
     def allow_request(self, request: "Request", view: Any) -> bool:
         self.wait_seconds: float | None = None
@@ -41,7 +47,7 @@ class AnonWindowThrottle(WindowThrottle):
     scope = "anon"
 
     def client(self, request: "Request") -> str | None:
-        # get_ident: the address, behind NUM_PROXIES trusted proxies the forwarded one.
+        # get_ident: the address, behind TRUSTED_PROXIES the forwarded one.
         return None if request.user and request.user.is_authenticated else self.get_ident(request)
 
 

@@ -8,7 +8,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from accounts.throttling import ThrottledObtainAuthToken
+from accounts.throttling import ThrottledObtainAuthToken, admin_login
 from benchmark.api import BenchmarkViewSet, TaskViewSet
 from core.api_paths import API_PREFIX, CURRENT_API_PREFIX
 from leaderboards import api as board_api
@@ -75,6 +75,8 @@ def unnamed_alias(pattern: URLPattern | URLResolver) -> URLPattern:
 urlpatterns = [
     path("api/v1/", include(api_patterns)),
     path("api/", include([unnamed_alias(pattern) for pattern in api_patterns])),
+    # Before the admin's own URLs: its login spends the site login's budgets.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("submissions/", include("submissions.urls")),

@@ -16,6 +16,10 @@ fi
 export OMP_WAIT_POLICY=PASSIVE
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
+# The web process refuses to start without explicit host names (config/hosts.py); e-mailed links
+# point to SITE_URL. Serving other names (HOST=0.0.0.0 behind a domain): set both.
+export ALLOWED_HOSTS=${ALLOWED_HOSTS:-localhost,127.0.0.1,[::1],$HOST}
+export SITE_URL=${SITE_URL:-http://$HOST:$PORT}
 mkdir -p var/log
 
 python manage.py migrate --noinput

@@ -59,9 +59,12 @@ class Stack:
             "OMP_WAIT_POLICY": "PASSIVE",
             "PYTHONUNBUFFERED": "1",
             "DJANGO_SETTINGS_MODULE": "config.settings",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "API_RATE_ANON": "100000/min",
             "API_RATE_USER": "100000/min",
             "LOGIN_RATE": "100000/min",
+            "LOGIN_ADDRESS_RATE": "100000/min",
+            "SIGNUP_RATE": "100000/min",
             "REAPER_INTERVAL_SECONDS": "1",
             **(env or {}),
         }
