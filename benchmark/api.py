@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED
 
+from . import kinds
 from .models import Benchmark, SkillVariant, Task, TaskQuerySet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
@@ -25,7 +26,6 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [AllowAny]
 
 
-TASK_KINDS = [kind for kind, _ in Task.KIND_CHOICES]
 PUBLIC_INPUTS = OpenApiResponse(OpenApiTypes.OBJECT, description="the test set's inputs in the dataset's own "
                                 "layout (ExpMRC, CheckList, a QUACKIE track): questions and contexts, never answers "
                                 "or evidence")
@@ -34,8 +34,8 @@ PUBLIC_INPUTS = OpenApiResponse(OpenApiTypes.OBJECT, description="the test set's
 def filter_tasks(tasks: TaskQuerySet, query: Any) -> TaskQuerySet:
     """?kind= and ?benchmark= on the list; an unknown kind is a 400 naming it."""
     kind = query.get("kind")
-    if kind is not None and kind not in TASK_KINDS:
-        raise ValidationError({"kind": [f"{kind!r} is not one of: {', '.join(TASK_KINDS)}"]})
+    if kind is not None and kind not in kinds.names():
+        raise ValidationError({"kind": [f"{kind!r} is not one of: {', '.join(kinds.names())}"]})
     if kind:
         tasks = tasks.filter(kind=kind)
     if query.get("benchmark"):
@@ -44,7 +44,7 @@ def filter_tasks(tasks: TaskQuerySet, query: Any) -> TaskQuerySet:
 
 
 @extend_schema_view(list=extend_schema(parameters=[
-    OpenApiParameter("kind", OpenApiTypes.STR, enum=TASK_KINDS, description="only tasks of this kind"),
+    OpenApiParameter("kind", OpenApiTypes.STR, enum=kinds.names(), description="only tasks of this kind"),
     OpenApiParameter("benchmark", OpenApiTypes.STR, description="only tasks of this benchmark (its slug)"),
 ]))
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):

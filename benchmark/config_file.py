@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_slug
 from django.db import models, transaction
 
-from . import quackie_tracks
+from . import kinds, quackie_tracks
 from .importers import (
     ImportRefused,
     import_checklist,
@@ -40,9 +40,6 @@ from .models import Benchmark, InterpretationSet, RankingRule, ReportedResult, T
 # ``data_root: "{shared_data}"`` in a file stands for the server's shared data folder
 # (EXPBENCH_SHARED_DATA, see docs/operations.md).
 SHARED_DATA = "{shared_data}"
-TASK_KINDS = [kind for kind, _ in Task.KIND_CHOICES]
-IMPORTER_KINDS = {"expmrc": (Task.SPAN, Task.MULTICHOICE), "classification": (Task.CLASSIFICATION,),
-                  "checklist": (Task.CHECKLIST,)}
 BOARD_FORMATS = {"quackie-leaderboard": "quackie"}  # format -> the benchmark whose boards it holds
 VERSION_TAKEN = ("refuse", "add_checksum")
 
@@ -194,10 +191,13 @@ def _slug(model: type[models.Model], name: str = "slug") -> Callable[[Any], Any]
     return check
 
 
-def _choice(choices: list[str] | tuple[str, ...]) -> Callable[[Any], Any]:
+def _choice(choices: list[str] | tuple[str, ...] | Callable[[], list[str]]) -> Callable[[Any], Any]:
+    """A check that the value is one of ``choices`` (a callable: read at each check, e.g. the
+    kinds registered now)."""
     def check(value: Any) -> str:
-        if value not in choices:
-            raise _Problem(f"{value!r} is not one of {', '.join(choices)}")
+        allowed = choices() if callable(choices) else choices
+        if value not in allowed:
+            raise _Problem(f"{value!r} is not one of {', '.join(allowed)}")
         return value
     return check
 
@@ -261,14 +261,14 @@ BENCHMARK_FIELDS = {"slug": (_slug(Benchmark), True), "name": (_text(Benchmark, 
 BENCHMARK_KEYS = {**BENCHMARK_FIELDS, "data_dir": (_text(), False), "tasks": (_list, False),
                   "interpretation_sets": (_list, False), "published_boards": (_list, False)}
 TASK_FIELDS = {"slug": (_slug(Task), True), "name": (_text(Task, "name"), True),
-               "kind": (_choice(TASK_KINDS), True),
+               "kind": (_choice(kinds.names), True),
                "language": (_choice([k for k, _ in Task.LANGUAGE_CHOICES]), False),
                "description": (_text(), False), "order": (_count, False),
                "visibility": (_choice(Visibility.values), False),
                "ranking_rule": (_choice(RankingRule.values), False),
                "accepts_submissions": (_boolean, False), "daily_quota": (_count_or_null, False)}
 TASK_KEYS = {**TASK_FIELDS, "test_sets": (_list, False), "reported": (_list, False)}
-TEST_SET_KEYS = {"path": (_text(), True), "importer": (_choice(list(IMPORTER_KINDS)), True),
+TEST_SET_KEYS = {"path": (_text(), True), "importer": (_choice(lambda: importer_names()), True),
                  "split": (_choice([k for k, _ in TestSet.SPLIT_CHOICES]), False),
                  "version": (_version(TestSet), True), "change_note": (_text(), False),
                  "optional": (_boolean, False), "version_taken": (_choice(VERSION_TAKEN), False)}
@@ -287,17 +287,24 @@ BOARDS_KEYS = {"path": (_text(), True), "format": (_choice(list(BOARD_FORMATS)),
 # --------------------------------------------------------------------------- reading
 
 
+def importer_names() -> list[str]:
+    """The importers the registered kinds name, in the order of the kinds."""
+    return list(dict.fromkeys(kind.importer for kind in kinds.registered() if kind.importer))
+
+
 def _importer_mismatch(importer: str, split: str, kind: str) -> tuple[str, str] | None:
     """(field, problem) when a test set entry cannot make a test set of a ``kind`` task."""
-    if kind == Task.INTERPRETATION:
-        return "", "an interpretation task gets its test set from its QUACKIE track, not from a file"
-    if kind not in IMPORTER_KINDS[importer]:
-        makes = " or ".join(IMPORTER_KINDS[importer])
+    definition = kinds.get(kind)
+    if not definition.importer:
+        return "", f"an {kind} task gets its test set from elsewhere (a QUACKIE track), not from a file"
+    if definition.importer != importer:
+        makes = " or ".join(kinds.names(lambda other: other.importer == importer))
         return "importer", f"the {importer} importer makes {makes} test sets, not {kind} ones"
-    if importer == "checklist" and split != TestSet.DEV:
-        return "split", "CheckList items are public: the split is dev"
-    if importer == "expmrc" and split == TestSet.REFERENCE and kind != Task.MULTICHOICE:
-        return "split", "a reference split (for ICQ cue discovery) needs a multichoice task"
+    if definition.scored_split == TestSet.DEV and split != TestSet.DEV:
+        return "split", f"{definition.label} items are public: the split is dev"
+    if split == TestSet.REFERENCE and not definition.icq_format:
+        with_cues = " or ".join(kinds.names(lambda other: bool(other.icq_format)))
+        return "split", f"a reference split (for ICQ cue discovery) needs a {with_cues} task"
     return None
 
 
@@ -425,7 +432,7 @@ class _Reader:
     def task(self, value: Any, where: str) -> TaskEntry | None:
         checked = self.mapping(value, where, TASK_KEYS)
         declared_kind = value.get("kind") if isinstance(value, dict) else None
-        kind = declared_kind if declared_kind in TASK_KINDS else None  # None: checks needing it are left out
+        kind = declared_kind if declared_kind in kinds.names() else None  # None: checks needing it are left out
         test_sets = self.entries(value, "test_sets", where, lambda v, w: self.test_set(v, w, kind))
         self.unique([(s.place, (s.split, s.version)) for s in test_sets], "version", "test set")
         columns = [key for key, _ in Task(kind=kind).metric_columns] if kind else None
@@ -443,7 +450,7 @@ class _Reader:
         if checked is None:
             return None
         importer = checked["importer"]
-        split = checked.get("split", TestSet.DEV if importer == "checklist" else TestSet.TEST)
+        split = checked.get("split", kinds.get(kind).scored_split if kind else TestSet.TEST)
         mismatch = _importer_mismatch(importer, split, kind) if kind else None
         if mismatch:
             self.problem(f"{where}.{mismatch[0]}" if mismatch[0] else where, mismatch[1])

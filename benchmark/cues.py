@@ -29,13 +29,11 @@ NO_REFERENCE_NOTE = (
 
 
 def icq_kind(task: Task) -> str:
-    return "classification" if task.kind == Task.CLASSIFICATION else "multichoice"
+    return task.kind_definition.icq_format
 
 
 def instances_of(test_set: TestSet) -> list:
-    if test_set.task.kind == Task.CLASSIFICATION:
-        return icq.load_instances(test_set.gold["rows"], "classification")
-    return icq.expmrc_multichoice_instances(test_set.gold)
+    return test_set.task.kind_definition.icq_instances(test_set.gold)
 
 
 def set_status(test_set: TestSet, *, replace: bool = False, **fields: Any) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from scoring.metrics import checklist
 
 from . import config_file, quackie_tracks, skill_sets
 from .importers import schedule_dataset_diagnostics
-from .models import Benchmark, InterpretationSet, ReportedResult, Task, TestSet
+from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet
 
 DEMO_FILE = Path(settings.BASE_DIR) / "benchmarks" / "demo.yaml"
 
@@ -59,10 +59,10 @@ def requeue_unfinished_jobs(test_sets: list[tuple[TestSet, bool]], log: Callable
         if created or test_set.split != TestSet.TEST:
             continue
         task, diagnostics = test_set.task, test_set.diagnostics or {}
-        if task.kind == Task.SPAN and "skills_build" not in diagnostics:
+        if task.kind_definition.builds_skill_sets and "skills_build" not in diagnostics:
             skill_sets.schedule(test_set)
             log(f"{task.slug}: skill sets s1–s14 queued for a worker")
-        if task.kind == Task.MULTICHOICE and "icq" not in diagnostics:
+        if task.kind_definition.icq_format and "icq" not in diagnostics:
             schedule_dataset_diagnostics(task)
             log(f"{task.slug}: ICQ cue discovery queued for a worker")
 
@@ -104,7 +104,7 @@ def add_quackie_demo_track(interpretation_sets: list[tuple[InterpretationSet, bo
             "  then run load_demo again")
         return
     model = quackie_tracks.register_model(slug="minilm-answerability", name="MiniLM answerability (demo)",
-                                          kind="classification", path=model_dir,
+                                          kind=HostedModel.CLASSIFICATION, path=model_dir,
                                           description="all-MiniLM-L6-v2 fine-tuned by train_answerability_classifier")
     track = quackie_tracks.create_track(iset, model)
     log(f"quackie: track {track.task.slug} ({track.status}; inclusion flags computed by the models worker)")

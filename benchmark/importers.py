@@ -14,7 +14,12 @@ from scoring.metrics import checklist, classification, expmrc
 from scoring.strict_json import InvalidJson, loads_json
 
 from . import cues, skill_sets
+from .kinds.checklist import ChecklistKind
+from .kinds.classification import ClassificationKind
 from .models import Benchmark, Task, TestSet
+
+# The kinds the classification and CheckList importers make (ExpMRC files say their own kind).
+CLASSIFICATION, CHECKLIST = ClassificationKind.name, ChecklistKind.name
 
 
 class ImportRefused(Exception):
@@ -110,8 +115,8 @@ def read_expmrc_json(path: str | Path) -> tuple[Any, str]:
 def import_multichoice_reference(path: str | Path, *, task_slug: str, version: str) -> tuple[TestSet, bool]:
     """Import training data in the ExpMRC multi-choice schema (e.g. the C3 pseudo training
     data) as the task's reference split R for ICQ cue discovery. Never served to anyone."""
-    task = Task.objects.filter(slug=task_slug, kind=Task.MULTICHOICE).first()
-    if task is None:
+    task = Task.objects.filter(slug=task_slug).first()
+    if task is None or task.kind_definition.importer != "expmrc" or not task.kind_definition.icq_format:
         raise ImportRefused(f"no multiple-choice task {task_slug!r}")
     data, checksum = read_expmrc_json(path)
     try:
@@ -145,8 +150,8 @@ def import_classification(path: str | Path, *, task_slug: str, split: str, versi
                                   "description": "Natural-language inference and other classification tasks, "
                                                  "profiled for statistical cues (ICQ)."})
         task = Task.objects.create(benchmark=benchmark, slug=task_slug, name=task_name,
-                                   kind=Task.CLASSIFICATION, language=language or "en")
-    elif task.kind != Task.CLASSIFICATION:
+                                   kind=CLASSIFICATION, language=language or "en")
+    elif task.kind_definition.importer != "classification":
         raise ImportRefused(f"task {task_slug} is a {task.kind} task, not classification")
     checksum = hashlib.sha256(raw).hexdigest()
     spec = classification.label_spec(rows)
@@ -172,14 +177,14 @@ def _store_split(task: Task, split: str, version: str, checksum: str, source_nam
         task=task, split=split, version=version, checksum=checksum, source_name=source_name, is_current=True,
         n_items=n_items, gold=gold, key_spec=key_spec, public_inputs=public_inputs)
     schedule_dataset_diagnostics(task)
-    if task.kind == Task.SPAN and split == TestSet.TEST:
-        skill_sets.schedule(test_set)
+    if split == TestSet.TEST:
+        skill_sets.schedule(test_set)  # for the kinds that build skill sets
     return test_set, True
 
 
 def schedule_dataset_diagnostics(task: Task) -> None:
     """Ask a worker (after commit) to (re)discover ICQ cues for the task's current test set."""
-    if task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
+    if not task.kind_definition.icq_format:
         return
     test_set = task.current_test_set()
     if test_set is not None:
@@ -210,11 +215,11 @@ def import_checklist(path: str | Path, *, task_slug: str, version: str,
                                      "failure rates per capability; the items are public.",
                       "citation": "Ribeiro, M. T., Wu, T., Guestrin, C., Singh, S. Beyond Accuracy: Behavioral "
                                   "Testing of NLP Models with CheckList. ACL 2020."})
-        task = Task.objects.create(slug=task_slug, benchmark=benchmark, name=task_name, kind=Task.CHECKLIST,
+        task = Task.objects.create(slug=task_slug, benchmark=benchmark, name=task_name, kind=CHECKLIST,
                                    language="en", description="CheckList SQuAD suite: 24 tests, 13,311 cases.")
-    if task.kind != Task.CHECKLIST:
+    if task.kind_definition.importer != "checklist":
         raise ImportRefused(f"task {task_slug} is a {task.kind} task, not checklist")
     items = checklist.suite_items(suite)
     return _store_split(task, TestSet.DEV, version, hashlib.sha256(raw).hexdigest(), path.name, suite, len(items),
-                        key_spec={"kind": "checklist", "keys": [item["id"] for item in items]},
+                        key_spec={"kind": CHECKLIST, "keys": [item["id"] for item in items]},
                         public_inputs={"items": items})

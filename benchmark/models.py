@@ -3,12 +3,14 @@ reported (human / paper) results."""
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import models, transaction
+from django.db import models
 from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
 from core.jobs import JobStatus, send_after_commit
+
+from . import kinds
 
 
 class Benchmark(models.Model):
@@ -67,21 +69,14 @@ class TaskQuerySet(QuerySet):
 
 
 class Task(models.Model):
-    SPAN, MULTICHOICE = "span", "multichoice"
-    INTERPRETATION, CLASSIFICATION, CHECKLIST = "interpretation", "classification", "checklist"
-    KIND_CHOICES = [
-        (SPAN, "Span extraction"),
-        (MULTICHOICE, "Multiple choice"),
-        (INTERPRETATION, "Interpretation"),
-        (CLASSIFICATION, "Classification"),
-        (CHECKLIST, "CheckList"),
-    ]
     LANGUAGE_CHOICES = [("en", "English"), ("zh", "Chinese")]
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="tasks")
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=20, choices=KIND_CHOICES)
+    # A registered kind's name (benchmark.kinds): the choices are read when used, so a new
+    # kind needs no migration.
+    kind = models.CharField(max_length=20, choices=kinds.choices)
     language = models.CharField(max_length=5, choices=LANGUAGE_CHOICES, default="en")
     description = models.TextField(blank=True)
     order = models.PositiveIntegerField(default=0)
@@ -114,9 +109,14 @@ class Task(models.Model):
         return reverse("task-leaderboard", args=[self.slug])
 
     @property
+    def kind_definition(self) -> kinds.TaskKind:
+        """Everything about this task's kind: scorer, columns, wording, uploads, diagnostics."""
+        return kinds.get(self.kind)
+
+    @property
     def primary_metric(self) -> str:
         """The metric leaderboards rank by (higher is better)."""
-        return {self.INTERPRETATION: "iou"}.get(self.kind, self.metric_columns[-1][0])
+        return self.kind_definition.ranking_metric
 
     @property
     def primary_index(self) -> int:
@@ -125,42 +125,27 @@ class Task(models.Model):
 
     @property
     def metric_decimals(self) -> int:
-        """Display precision: QUACKIE's official board shows 2 decimals, the others 3."""
-        return 2 if self.kind == self.INTERPRETATION else 3
+        return self.kind_definition.metric_decimals
 
     @property
     def item_noun(self) -> str:
         """What one scored unit of this task is called on pages."""
-        return {self.INTERPRETATION: "samples", self.CHECKLIST: "items",
-                self.CLASSIFICATION: "items"}.get(self.kind, "questions")
+        return self.kind_definition.item_noun
 
     @property
     def answer_metric(self) -> str:
-        return "answer_acc" if self.kind == self.MULTICHOICE else "answer_f1"
+        return self.kind_definition.answer_metric
 
     @property
     def metric_columns(self) -> list[tuple[str, str]]:
-        """(key, label) of the score columns, in display order; the last one ranks."""
-        if self.kind == self.CLASSIFICATION:
-            return [("accuracy", "Accuracy")]
-        if self.kind == self.CHECKLIST:
-            return [("pass_rate", "Cases passed (%)")]
-        if self.kind == self.INTERPRETATION:
-            # Official IoU/HPD/SNR on the binarised top-1 vector, then the extended columns
-            # computed on the raw scores (what the paper's text describes).
-            return [("iou", "IoU"), ("hpd", "HPD"), ("snr", "SNR"), ("hpd_rank", "HPD (rank)"),
-                    ("snr_raw", "SNR (raw)")]
-        answer_label = "Answer Acc" if self.kind == self.MULTICHOICE else "Answer F1"
-        return [
-            (self.answer_metric, answer_label),
-            ("evidence_f1", "Evidence F1"),
-            ("overall_f1", "Overall F1"),
-        ]
+        """(key, label) of the score columns, in display order."""
+        return list(self.kind_definition.metric_columns)
 
     @property
     def scored_split(self) -> str:
-        """CheckList items are public (they test behaviour); every other task has a hidden split."""
-        return TestSet.DEV if self.kind == self.CHECKLIST else TestSet.TEST
+        """The split submissions are scored on: the hidden test split, or the public one for a
+        kind whose items are public (CheckList)."""
+        return self.kind_definition.scored_split
 
     def current_test_set(self) -> "TestSet | None":
         """The split submissions are scored on now. Gold and inputs are deferred: most
@@ -212,21 +197,6 @@ class TestSet(models.Model):
     @property
     def is_hidden(self) -> bool:
         return self.split == self.TEST
-
-    @classmethod
-    def update_diagnostics_part(cls, pk: int, part: str, *, replace: bool = False, **fields: Any) -> dict[str, Any]:
-        """Merge ``fields`` into (or, with ``replace``, set) ``diagnostics[part]``, stamped with
-        ``updated_at`` (the heartbeat the reaper reads); returns the new part.
-
-        Read and write happen under a row lock so that two jobs writing different parts of the
-        same test set (cue discovery, skill-set builds) never drop each other's update."""
-        with transaction.atomic():
-            diagnostics = (cls.objects.select_for_update().filter(pk=pk)
-                           .values_list("diagnostics", flat=True).first()) or {}
-            previous = {} if replace else diagnostics.get(part) or {}
-            diagnostics[part] = {**previous, **fields, "updated_at": timezone.now().isoformat()}
-            cls.objects.filter(pk=pk).update(diagnostics=diagnostics)
-        return diagnostics[part]
 
 
 class BoardGeneration(models.Model):
@@ -330,6 +300,12 @@ class HostedModel(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.kind})"
+
+    @property
+    def described(self) -> str:
+        """How pages name what this model is."""
+        return {self.CLASSIFICATION: "a classifier (class 1 = answerable)",
+                self.QA: "a QA model (P(answer) from its span scores)"}.get(self.kind, self.kind)
 
 
 class InterpretationSet(models.Model):

@@ -17,6 +17,7 @@ from scoring.metrics import quackie
 from scoring.strict_json import InvalidJson, loads_json
 
 from .importers import ImportRefused
+from .kinds.interpretation import InterpretationKind
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet, Track
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def create_track(interpretation_set: InterpretationSet, hosted_model: HostedMode
     task = Task.objects.select_for_update().filter(slug=slug).first()
     if task is None:
         task = Task.objects.create(
-            slug=slug, benchmark=ensure_quackie_benchmark(), kind=Task.INTERPRETATION, language="en",
+            slug=slug, benchmark=ensure_quackie_benchmark(), kind=InterpretationKind.name, language="en",
             name=f"{interpretation_set.name} · {hosted_model.name}",
             description=f"Explain {hosted_model.name} ({hosted_model.get_kind_display()}) on "
                         f"{interpretation_set.name}: one score per sentence, higher = more important.")
@@ -234,7 +235,7 @@ def store_track_test_set(track: Track, included: list[dict[str, Any]]) -> TestSe
         task=track.task, split=TestSet.TEST, version=version,
         defaults={"checksum": checksum, "source_name": interpretation_set.source_name, "is_current": True,
                   "n_items": len(included), "gold": gold, "public_inputs": public,
-                  "key_spec": {"kind": "interpretation", "keys": [s["id"] for s in included]}})
+                  "key_spec": {"kind": InterpretationKind.name, "keys": [s["id"] for s in included]}})
     return test_set
 
 
@@ -282,7 +283,7 @@ def load_published_results(path: str | Path) -> dict[tuple[str, str], Task]:
         if key not in boards:
             slug = f"quackie-published-{row['dataset']}-{row['classifier']}".lower().replace("_", "-")
             boards[key], _ = Task.objects.update_or_create(
-                slug=slug, defaults={"benchmark": benchmark, "kind": Task.INTERPRETATION, "language": "en",
+                slug=slug, defaults={"benchmark": benchmark, "kind": InterpretationKind.name, "language": "en",
                                      "name": f"Published: {row['dataset']} · {row['classifier']}",
                                      "accepts_submissions": False, "order": 100 + len(boards),
                                      "description": "Official QUACKIE leaderboard rows (results.json, ×100), "

@@ -12,7 +12,7 @@ from .models import SkillVariant, Task
 
 def skill_listing(task: Task, request: HttpRequest | Request | None = None) -> dict[str, Any]:
     test_set = task.current_test_set()
-    if test_set is None or task.kind != "span":
+    if test_set is None or not task.kind_definition.builds_skill_sets:
         return {"task": task.slug, "test_set_version": None, "build": None, "skills": [],
                 "note": "Skill sets exist for span-extraction tasks with a hidden test set."}
     variants = {v.skill: v for v in SkillVariant.objects.filter(test_set=test_set).defer("gold", "public_inputs")}

@@ -12,7 +12,7 @@ from core.jobs import Job, JobStatus, JsonPartState
 from scoring.analysis import skills
 from scoring.metrics import expmrc
 
-from .models import SkillVariant, Task, TestSet
+from .models import SkillVariant, TestSet
 from .signals import skill_sets_built
 
 SKILL_BUILD = Job(key="skill_builds", task_name="benchmark.tasks.build_skill_sets",
@@ -30,7 +30,7 @@ def build(test_set: TestSet, log: Callable[[str], None] | None = None, attempt: 
 
     A worker passes the ``attempt`` it claimed; by hand the build claims the job whatever its
     state. Progress is the build's heartbeat: the reaper re-sends a build whose worker died."""
-    if test_set.task.kind != Task.SPAN:
+    if not test_set.task.kind_definition.builds_skill_sets:
         raise ValueError(f"{test_set.task.slug}: skill sets are built for span-extraction tasks only")
     state = SKILL_BUILD.state
     if attempt is None:
@@ -82,7 +82,7 @@ def public_key_spec(public: dict) -> dict:
 
 def schedule(test_set: TestSet) -> None:
     """After commit, ask a worker to build the skill sets of a span test set."""
-    if test_set.task.kind != Task.SPAN or test_set.split != TestSet.TEST:
+    if not test_set.task.kind_definition.builds_skill_sets or test_set.split != TestSet.TEST:
         return
     SKILL_BUILD.state.schedule(test_set.pk, done=0, total=None, note="")
     SKILL_BUILD.send(test_set.pk)

@@ -137,16 +137,9 @@ def entries_awaiting_rescore(task: Task) -> int:
 # QUACKIE (docs/metrics.md#quackie): a sample whose scores failed is left out of the means, so an
 # entry that failed on most samples would be ranked on the few it got right. Such an entry is
 # listed with its scores, but without a rank or a tier.
-QUACKIE_MAX_FAIL_SHARE = 0.5
-
-
 def unranked_reason(task: Task, details: dict[str, Any]) -> str:
     """Why a scored entry is listed without a rank ("" when it is ranked)."""
-    quackie = details.get("quackie") or {}
-    fails, n = quackie.get("fails"), quackie.get("n")
-    if task.kind == Task.INTERPRETATION and fails and n and fails > QUACKIE_MAX_FAIL_SHARE * n:
-        return f"not ranked: {fails} of {n} samples failed (more than half)"
-    return ""
+    return task.kind_definition.unranked_reason(details)
 
 
 def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:

@@ -38,7 +38,7 @@ def sort_keys(task: Task) -> dict[str, SortKey]:
     for index, (key, label) in enumerate(task.metric_columns[:MAX_METRIC_COLUMNS]):
         keys[key] = SortKey(f"by_metric_{index}", True, metric_value(key), label)
     keys["ci"] = SortKey(SORT_FIELDS["ci"], True, ci_low, f"lower end of the 95% CI of {labels[primary]}")
-    if task.kind == Task.INTERPRETATION:
+    if task.kind_definition.counts_failed_samples:
         keys["fails"] = SortKey(SORT_FIELDS["fails"], False, lambda row: row["fails"], "failed samples")
     return keys
 

@@ -23,6 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
+from benchmark import kinds
 from benchmark.models import Benchmark, BoardGeneration, Task, TestSet, Track
 from core.jobs import WAITING
 from submissions.rescoring import RESCORABLE_KINDS
@@ -291,8 +292,10 @@ class BoardState:
 
 
 @functools.cache
-def _state_sql(vendor: str) -> str:
+def _state_sql(vendor: str, n_public_split_kinds: int) -> str:
     # The ORM would spend ten times the query's own cost compiling it on every request.
+    # The kinds scored on their public split (CheckList) are parameters: their names, not the SQL, change.
+    dev_kinds = ", ".join(["%s"] * n_public_split_kinds) or "NULL"
     tables = {"task": Task._meta.db_table, "generation": BoardGeneration._meta.db_table,
               "snapshot": BoardSnapshot._meta.db_table, "test_set": TestSet._meta.db_table,
               "track": Track._meta.db_table}
@@ -309,7 +312,7 @@ def _state_sql(vendor: str) -> str:
         LEFT JOIN {tables["generation"]} g ON g.task_id = t.id
         LEFT JOIN {tables["snapshot"]} s ON s.key = 'task:' || t.id
         LEFT JOIN {tables["test_set"]} ts ON ts.task_id = t.id AND ts.is_current
-             AND ts.split = CASE WHEN t.kind = %s THEN %s ELSE %s END
+             AND ts.split = CASE WHEN t.kind IN ({dev_kinds}) THEN %s ELSE %s END
         LEFT JOIN {tables["track"]} tr ON tr.task_id = t.id
         WHERE t.slug = %s"""
 
@@ -317,7 +320,9 @@ def _state_sql(vendor: str) -> str:
 def board_state(slug: str) -> BoardState | None:
     """The state of the task ``slug``'s board (None if there is no such task), whoever may see it."""
     with connection.cursor() as cursor:
-        cursor.execute(_state_sql(connection.vendor), [Task.CHECKLIST, TestSet.DEV, TestSet.TEST, slug])
+        public_split_kinds = kinds.names(lambda kind: kind.scored_split == TestSet.DEV)
+        cursor.execute(_state_sql(connection.vendor, len(public_split_kinds)),
+                       [*public_split_kinds, TestSet.DEV, TestSet.TEST, slug])
         found = cursor.fetchone()
     if found is None:
         return None

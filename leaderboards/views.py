@@ -141,7 +141,7 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 def board_page(request: HttpRequest, task_id: int, order: Order, page_number: int) -> HttpResponse:
     task = Task.objects.select_related("benchmark").get(pk=task_id)
     test_set = task.current_test_set()
-    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    track = getattr(task, "track", None) if task.kind_definition.has_tracks else None
     board = task_board(task)
     n_rows = board.payload["n_rows"]
     n_pages = max(1, -(-n_rows // BOARD_PAGE_ROWS))
@@ -174,7 +174,7 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "has_submissions": board.payload["n_submissions"] > 0,
         "awaiting_rescore": board.payload["awaiting_rescore"],
         "tier_procedure": TIER_PROCEDURE,
-        "wording": wording.wording_for(task.kind),
+        "wording": wording.wording_for(task),
     })
 
 
@@ -194,7 +194,7 @@ def sort_headers(task: Task, order: Order, path: str) -> list[dict[str, Any]]:
     headers = [header("rank", "Rank", "num rank"), header("system", "System", "")]
     headers += [header(key, label, "num " + ("primary" if key == task.primary_metric else "secondary"))
                 for key, label in task.metric_columns]
-    if task.kind == Task.INTERPRETATION:
+    if task.kind_definition.counts_failed_samples:
         headers.append(header("fails", "Fails / no SNR", "num secondary",
                               "samples whose scores failed (wrong length, NaN or missing): excluded from the means; "
                               "samples without an SNR (no signal or no noise sentence)"))

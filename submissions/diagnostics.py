@@ -22,7 +22,6 @@ from benchmark.models import Task
 from core.jobs import ColumnState, Job, JobStatus
 from scoring import disclosure
 from scoring.analysis import icq, linguistic, permutation
-from scoring.metrics import expmrc
 
 from .models import Status, Submission
 from .scorers import scorer_for
@@ -144,15 +143,13 @@ def span_diagnostics(task: Task, gold: dict[str, Any], item_scores: list[list[fl
 
 
 def predicted_labels(submission: Submission, gold: dict[str, Any]) -> dict[str, Any]:
-    """Predicted option index (multi-choice) per question key, from the stored file."""
+    """The predicted labels ICQ compares with its cues (multiple choice: the option index), from
+    the stored file."""
     with submission.file.open("rb") as handle:
         predictions = scorer_for(submission.task, submission.kind).parse(
             handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES
         )
-    if submission.task.kind == "classification":
-        return predictions
-    letters = expmrc.KeySpec.from_dict(submission.test_set.key_spec).option_letters
-    return {key: letters.index(entry["answer"]) for key, entry in predictions.items()}
+    return submission.task.kind_definition.predicted_labels(predictions, submission.test_set)
 
 
 def icq_diagnostics(submission: Submission) -> dict[str, Any]:
@@ -161,9 +158,9 @@ def icq_diagnostics(submission: Submission) -> dict[str, Any]:
     if not cues_info or cues_info.get("status") not in ("done", "no_reference"):
         return {"applicable": False, "note": "Cue discovery has not finished for this test set yet."}
     task = submission.task
-    instances = test_instances(task, submission.test_set.gold)
+    instances = task.kind_definition.icq_instances(submission.test_set.gold)
     predictions = predicted_labels(submission, submission.test_set.gold)
-    kind = "classification" if task.kind == "classification" else "multichoice"
+    kind = task.kind_definition.icq_format
     hidden = submission.test_set.is_hidden
     result = {
         "applicable": True,
@@ -180,21 +177,15 @@ def icq_diagnostics(submission: Submission) -> dict[str, Any]:
     return result
 
 
-def test_instances(task: Task, gold: dict[str, Any]) -> list[icq.Instance]:
-    if task.kind == "classification":
-        return icq.load_instances(gold["rows"], "classification")
-    return icq.expmrc_multichoice_instances(gold)
-
-
 def run(submission: Submission, n_permutations: int | None = None) -> dict[str, Any]:
     """Compute the diagnostics of a scored submission (``n_permutations`` overrides
     settings.DIAGNOSTICS_PERMUTATIONS for the question-type tests)."""
     task = submission.task
     parts = {}
-    if task.kind == "span":
+    if task.kind_definition.span_diagnostics:
         parts.update(span_diagnostics(task, submission.test_set.gold, submission.item_scores,
                                       hidden=submission.test_set.is_hidden, n_permutations=n_permutations))
-    if task.kind in ("multichoice", "classification"):
+    if task.kind_definition.icq_format:
         parts["icq"] = icq_diagnostics(submission)
     if submission.test_set.is_hidden:
         parts["disclosure"] = {"version": DISCLOSURE_VERSION, "rule": disclosure.RULE,

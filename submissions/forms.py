@@ -23,31 +23,14 @@ class PredictionUploadForm(forms.Form):
     method_name = forms.CharField(max_length=120, help_text="System name shown on the leaderboard.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
     url = forms.URLField(required=False, label="Paper or code URL", assume_scheme="https")
-    KIND_CHOICES_BY_TASK = {
-        "span": [("predictions", "Predictions for the hidden test set"),
-                 ("skills", "Skill predictions: original + reconstructed sets (s1–s14)")],
-        "interpretation": [("predictions", "Sentence-score file {sample_id: [floats]}"),
-                           ("code", "Interpreter code (.py, or .zip with one entry module), run in the sandbox")],
-    }
-
-    # What the file field says it takes, per task kind (the page's "Format" box has the details).
-    FILE_HELP_BY_TASK = {
-        "span": 'One JSON object {"<question id>": {"answer": "...", "evidence": "..."}}.',
-        "multichoice": 'One JSON object {"<passage id>-<question index>": {"answer": "<option letter>", '
-                       '"evidence": "..."}}.',
-        "interpretation": 'A score file {"<sample id>": [one number per sentence]}, or interpreter code: a .py '
-                          'file (or a .zip) defining interpret(model, question, context).',
-        "classification": 'One JSON object {"<item id>": "<label>"}.',
-        "checklist": 'One JSON object {"<item id>": "<answer span>"}.',
-    }
 
     def __init__(self, *args: Any, task: Task | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if task is not None and task.kind in self.FILE_HELP_BY_TASK:
-            self.fields["file"].help_text = self.FILE_HELP_BY_TASK[task.kind]
-        choices = self.KIND_CHOICES_BY_TASK.get(task.kind) if task is not None else None
-        if choices:
-            cast(forms.ChoiceField, self.fields["kind"]).choices = choices
+        upload_kinds = task.kind_definition.upload_kinds if task is not None else ()
+        if task is not None:
+            self.fields["file"].help_text = task.kind_definition.file_help
+        if len(upload_kinds) > 1:
+            cast(forms.ChoiceField, self.fields["kind"]).choices = list(upload_kinds)
             self.fields["kind"].help_text = ""
         else:
             del self.fields["kind"]  # one kind of upload only

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from benchmark.kinds import CODE
 from benchmark.models import Task
 from scoring import sandbox
 
@@ -154,7 +155,7 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
 def submit_code(*, user: User, task: Task, uploaded_file: UploadedFile, method_name: str,
                 description: str = "", url: str = "", public: bool = True, enforce_quota: bool = True) -> Submission:
     """Validate and queue an interpreter (.py, or .zip with one entry module)."""
-    if task.kind != Task.INTERPRETATION or not hasattr(task, "track"):
+    if not task.kind_definition.accepts(CODE) or not hasattr(task, "track"):
         raise SubmissionRefused("Code submissions are for QUACKIE tracks only.")
     if not task.accepts_submissions:
         raise SubmissionRefused(f"Task {task.slug} does not accept submissions at the moment.")

@@ -87,8 +87,7 @@ def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:
         return lifecycle.fail_run(
             submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
         )
-    if finished and submission.status == Status.SCORED and submission.task.kind in (
-            "span", "multichoice", "classification"):
+    if finished and submission.status == Status.SCORED and submission.task.kind_definition.has_entry_diagnostics:
         diagnostics.schedule(submission)
     return finished
 

@@ -5,26 +5,15 @@ precise, gold-free message); ``score(task, test_set, predictions)`` returns a Sc
 per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers and diagnostics
 work the same for every kind.
 """
-import math
-import sys
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from benchmark.kinds import CODE, PREDICTIONS, SKILLS, ScoredRun, TaskKind
 from benchmark.models import SkillVariant, Task, TestSet
 from scoring.analysis import skills
-from scoring.metrics import checklist, classification, expmrc, quackie
-from scoring.strict_json import InvalidPredictions, parse_id_to_string, show
+from scoring.metrics import expmrc
+from scoring.strict_json import InvalidPredictions, show
 
 __all__ = ["InvalidPredictions", "ScoredRun", "scorer_for"]
-
-
-@dataclass
-class ScoredRun:
-    scores: dict  # metric key -> official 0-100 value
-    item_rows: list  # per gold item: values in metric-column order, 0-1
-    total: int
-    unanswered: int
-    details: dict = field(default_factory=dict)  # kind-specific aggregates (never per-item gold)
 
 
 class Scorer(Protocol):
@@ -37,33 +26,18 @@ class Scorer(Protocol):
     def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun: ...
 
 
-class ExpmrcScorer:
-    version = "expmrc-1/nltk-3.9.2"
+class KindScorer:
+    """A task kind's own scorer (``benchmark.kinds``) behind the interface above."""
 
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, dict]:
-        return expmrc.parse_predictions(raw, expmrc.KeySpec.from_dict(test_set.key_spec), max_bytes=max_bytes)
+    def __init__(self, kind: TaskKind) -> None:
+        self.kind = kind
+        self.version = kind.scorer_version
 
-    def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict]) -> ScoredRun:
-        result = expmrc.score_predictions(test_set.gold, predictions)
-        return ScoredRun(
-            scores={task.answer_metric: result.answer, "evidence_f1": result.evidence, "overall_f1": result.overall},
-            item_rows=[[q["answer"], q["evidence"], q["overall"]] for q in result.per_question],
-            total=result.total,
-            unanswered=result.unanswered,
-        )
+    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> Any:
+        return self.kind.parse_predictions(raw, test_set, max_bytes=max_bytes)
 
-
-class ClassificationScorer:
-    version = "classification-1"
-
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, str]:
-        spec = classification.LabelSpec.from_dict(test_set.key_spec)
-        return classification.parse_predictions(raw, spec, max_bytes=max_bytes)
-
-    def score(self, task: Task, test_set: TestSet, predictions: dict[str, str]) -> ScoredRun:
-        result = classification.score_predictions(test_set.gold["rows"], predictions)
-        return ScoredRun(scores={"accuracy": result.accuracy}, item_rows=[[v] for v in result.per_item],
-                         total=result.total, unanswered=result.unanswered)
+    def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun:
+        return self.kind.score(test_set, predictions)
 
 
 class SkillsScorer:
@@ -153,107 +127,31 @@ class SkillsScorer:
         )
 
 
-class ChecklistScorer:
-    """CheckList SQuAD suite (public items): predictions {item_id: answer}; a case passes when
-    the test's expectation holds for all its items; a case with a missing item is "not
-    answered" and counts as failed. Per-item rows are per-case pass/fail."""
-
-    version = "checklist-1"
-
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, str]:
-        return parse_id_to_string(raw, test_set.key_spec["keys"], max_bytes=max_bytes,
-                                  expected='{"<item id>": "<answer>"}')
-
-    def score(self, task: Task, test_set: TestSet, predictions: dict[str, str]) -> ScoredRun:
-        suite = test_set.gold
-        passed = [outcome == "pass" for test in checklist.case_outcomes(suite, predictions) for outcome in test]
-        details = checklist.score_checklist(suite, predictions)
-        return ScoredRun(
-            scores={"pass_rate": 100.0 * sum(passed) / len(passed) if passed else 0.0},
-            item_rows=[[1.0 if p else 0.0] for p in passed],
-            total=len(passed),
-            unanswered=details["overall"].get("n_missing", 0),
-            details={"checklist": details},
-        )
-
-
-class InterpretationScorer:
-    """QUACKIE score files {sample_id: [one float per frozen sentence]} (docs/metrics.md#quackie): official
-    IoU/HPD/SNR on the binarised top-1 vector plus the extended raw-score columns; a sample
-    whose list has the wrong length, holds NaN or is missing is a counted fail.
-
-    Everything stored is a finite number or None (PostgreSQL's jsonb refuses NaN and
-    Infinity). The scorer's values are finite, but an ``snr_raw`` near the double limit (noise
-    ~1e-150 of the signal) would overflow once scaled x100 or summed by the CI bootstrap, so
-    such an item value is stored as undefined and the column's score is the mean of the
-    remaining items."""
-
-    version = "quackie-1"
-    METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
-    COLUMNS = {"iou": "IoU", "hpd": "HPD", "snr": "SNR", "hpd_rank": "HPD_rank", "snr_raw": "SNR_raw"}
-
-    def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> dict[str, list[float]]:
-        return quackie.parse_scores(raw, test_set.key_spec["keys"], max_bytes=max_bytes)
-
-    def score(self, task: Task, test_set: TestSet, predictions: dict[str, list[float]]) -> ScoredRun:
-        result = quackie.score(test_set.gold, predictions)
-        # Largest item value whose x100 sum over every item stays a finite double.
-        limit = sys.float_info.max / (100.0 * max(result["n"], 1))
-        rows, scores = [], {}
-        for sample in result["per_sample"]:
-            rows.append([_finite_or_none(sample[metric], limit) for metric in self.METRICS])
-        for column, metric in enumerate(self.METRICS):
-            mean = result[self.COLUMNS[metric]]
-            kept = [row[column] for row in rows if row[column] is not None]
-            if len(kept) != sum(sample[metric] is not None for sample in result["per_sample"]):
-                mean = math.fsum(kept) / len(kept) if kept else None  # some items were too large
-            scores[metric] = _finite_or_none(None if mean is None else 100.0 * mean)
-        details = {key: result[key] for key in ("fails", "no_snr", "n")}
-        details.update({key: _finite_or_none(result[key]) for key in ("IoU_std", "HPD_std", "SNR_std")})
-        return ScoredRun(
-            scores=scores, item_rows=rows, total=result["n"], unanswered=sum(
-                1 for sample_id in test_set.gold if sample_id not in predictions),
-            details={"quackie": details},
-        )
-
-
-def _finite_or_none(value, limit=sys.float_info.max):
-    """``float(value)`` if it is a number of magnitude at most ``limit``, else None."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and abs(value) <= limit else None
-
-
 def _skill_order(name):
     digits = "".join(ch for ch in name if ch.isdigit())
     return (int(digits) if digits else 0, name)
 
 
-_BY_TASK_KIND: dict[str, Scorer] = {
-    "span": ExpmrcScorer(), "multichoice": ExpmrcScorer(), "classification": ClassificationScorer(),
-    "checklist": ChecklistScorer(), "interpretation": InterpretationScorer()}
 _SKILLS = SkillsScorer()
 
 
-def scorer_for(task: Task, kind: str = "predictions") -> Scorer:
-    if kind == "skills":
-        if task.kind != "span":
-            raise LookupError("skill submissions are for span-extraction tasks")
+def scorer_for(task: Task, kind: str = PREDICTIONS) -> Scorer:
+    """The scorer of a ``kind`` upload (prediction file, skill file, code's score file) to ``task``."""
+    definition = task.kind_definition
+    if kind == SKILLS:
+        if not definition.accepts(SKILLS):
+            raise LookupError(f"skill submissions are not accepted by {definition.label.lower()} tasks")
         return _SKILLS
-    try:
-        return _BY_TASK_KIND[task.kind]
-    except KeyError:
-        raise LookupError(f"no prediction-file scorer for {task.kind} tasks") from None
+    return KindScorer(definition)
 
 
 # Interpreter code: the sandbox runner's protocol version, then the score file's scorer.
 CODE_RUNNER_VERSION = "sandbox-1"
 
 
-def current_scorer_version(task: Task, kind: str = "predictions") -> str:
+def current_scorer_version(task: Task, kind: str = PREDICTIONS) -> str:
     """The version label a score computed now would carry. An entry scored under another label
     is stale until re-scored (``submissions.rescoring``)."""
-    if kind == "code":
+    if kind == CODE:
         return f"{CODE_RUNNER_VERSION}/{scorer_for(task).version}"
     return scorer_for(task, kind).version

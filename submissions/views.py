@@ -62,12 +62,10 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 
 def track_model_kind(task: Task) -> str:
     """How the submit page names a QUACKIE track's hosted model ("" for other tasks)."""
-    track = getattr(task, "track", None) if task.kind == Task.INTERPRETATION else None
+    track = getattr(task, "track", None) if task.kind_definition.has_tracks else None
     if track is None:
         return ""
-    kind = {"classification": "a classifier (class 1 = answerable)",
-            "qa": "a QA model (P(answer) from its span scores)"}.get(track.hosted_model.kind, track.hosted_model.kind)
-    return f"{track.hosted_model.name}, {kind}"
+    return f"{track.hosted_model.name}, {track.hosted_model.described}"
 
 
 def visible_submission(request: HttpRequest, pk: int) -> Submission:

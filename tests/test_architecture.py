@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark import kinds
 from scripts import import_graph
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,3 +139,64 @@ def test_the_apps_public_functions_are_typed():
     )
     assert list(untyped_functions(ast.parse(planted))) == [
         (2, "no_return"), (3, "bare_parameter"), (6, "get"), (11, "nested"), (12, "fetch")]
+
+
+# --------------------------------------------------------------------------- task kinds
+
+KIND_NAMES = {"span", "multichoice", "interpretation", "classification", "checklist"}
+KINDS_PACKAGE = ROOT / "benchmark" / "kinds"
+TEMPLATE_KIND_BRANCH = re.compile(r"""kind\s*(==|!=|in)\s*["'](%s)["']""" % "|".join(sorted(KIND_NAMES)))
+
+
+def names_a_kind(node):
+    """A string literal that is a task kind's name, or a tuple/list/set holding one."""
+    if isinstance(node, ast.Constant):
+        return node.value in KIND_NAMES
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(names_a_kind(e) for e in node.elts)
+
+
+def is_a_kind(node):
+    text = ast.unparse(node)
+    return text == "kind" or text.endswith(".kind") or text.endswith("_kind")
+
+
+def kind_branches(tree):
+    """Lines that decide by a task kind's name: ``task.kind == "span"``, ``kind in ("span", ...)``,
+    a lookup ``TABLE[task.kind]`` or ``TABLE.get(task.kind)``, a table keyed by kind names, a
+    query ``filter(kind="span")``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(is_a_kind(o) for o in operands) and any(names_a_kind(o) for o in operands):
+                yield node.lineno
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.slice).endswith("task.kind"):
+            yield node.lineno
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and ast.unparse(node.args[0]).endswith("task.kind")
+              and ast.unparse(node.func.value) != "kinds"):
+            yield node.lineno
+        elif isinstance(node, ast.Dict) and sum(names_a_kind(k) for k in node.keys if k is not None) >= 2:
+            yield node.lineno
+        elif isinstance(node, ast.Call) and any(k.arg in ("kind", "kind__in") and names_a_kind(k.value)
+                                                for k in node.keywords):
+            yield node.lineno
+
+
+def test_no_module_outside_the_kinds_package_branches_on_a_kind_name():
+    """One place per task kind (benchmark/kinds): the rest of the product asks the task's kind.
+    ``scoring`` is left out: its pure formats name their own variants (an ExpMRC file is span or
+    multiple choice, an ICQ instance list classification or multichoice), which kinds call."""
+    assert KIND_NAMES == set(kinds.names())  # the scan knows every shipped kind
+    apps = [p for p in PRODUCT if p.relative_to(ROOT).parts[0] not in {"scoring", "perf"}
+            and KINDS_PACKAGE not in p.parents]
+    offenders = [f"{relative(p)}:{line}" for p in apps for line in kind_branches(ast.parse(p.read_text("utf-8")))]
+    for template in sorted((ROOT / "templates").rglob("*.html")):
+        for number, line in enumerate(template.read_text(encoding="utf-8").splitlines(), start=1):
+            if TEMPLATE_KIND_BRANCH.search(line):
+                offenders.append(f"{relative(template)}:{number}")
+    assert offenders == []
+    planted = ('if task.kind == "span": pass\nx = kind in ("multichoice", "classification")\n'
+               'h = HELP[task.kind]\nw = WORDS.get(submission.task.kind)\nT = {"span": 1, "checklist": 2}\n'
+               'Task.objects.filter(kind="interpretation")\nok = a.task.kind != b.task.kind\n')
+    assert sorted(set(kind_branches(ast.parse(planted)))) == [1, 2, 3, 4, 5, 6]  # the scan sees each form
+    assert TEMPLATE_KIND_BRANCH.search('{% if task.kind == "checklist" %}')

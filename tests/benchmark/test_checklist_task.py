@@ -57,7 +57,7 @@ def upload(api, predictions, name="System"):
 
 
 def test_items_are_public_with_stable_ids_and_no_labels(suite_task):
-    assert suite_task.kind == Task.CHECKLIST and not suite_task.current_test_set().is_hidden
+    assert suite_task.kind == "checklist" and not suite_task.current_test_set().is_hidden
     body = json.dumps(Client().get("/api/tasks/checklist-small/inputs/").json())
     ids = [f"t0-c0-i{i}" for i in range(2)] + ["t0-c1-i0"] + [f"t1-c0-i{i}" for i in range(2)] + \
           [f"t1-c1-i{i}" for i in range(3)]

@@ -40,7 +40,7 @@ def nli_task():
 
 
 def test_import_makes_a_hidden_test_split_and_a_reference_split(nli_task):
-    assert nli_task.kind == Task.CLASSIFICATION
+    assert nli_task.kind == "classification"
     test_set = nli_task.current_test_set()
     assert test_set.is_hidden and test_set.n_items == len(rows("nli_test.jsonl"))
     assert StoredTestSet.objects.get(task=nli_task, split=StoredTestSet.REFERENCE, is_current=True).n_items == \

@@ -32,7 +32,7 @@ def track():
     from benchmark.models import TestSet  # inside: pytest would collect a Test* name at module level
 
     task = Task.objects.create(slug="quackie-small-tiny", benchmark=ensure_quackie_benchmark(), name="small · Tiny",
-                               kind=Task.INTERPRETATION, language="en")
+                               kind="interpretation", language="en")
     interpretation_set = InterpretationSet.objects.create(name="small", version="1", checksum="0" * 64,
                                                           n_samples=SAMPLES + 5, samples=[])
     model = HostedModel.objects.create(slug="tiny", name="Tiny", kind=HostedModel.CLASSIFICATION, path="/nowhere")

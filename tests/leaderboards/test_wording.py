@@ -10,7 +10,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import Client
 
-from benchmark import quackie_tracks
+from benchmark import kinds, quackie_tracks
 from benchmark.models import Benchmark, ReportedResult, Task
 from core.templatetags.expbench import grouped_bar_chart, hbar_chart, p_cell, p_value
 from leaderboards import wording
@@ -52,21 +52,21 @@ def checklist_board():
     benchmark = Benchmark.objects.create(slug="checklist-mrc", name="CheckList-MRC",
                                          citation="Ribeiro et al. Beyond Accuracy. ACL 2020.")
     task = Task.objects.create(benchmark=benchmark, slug="checklist-squad", name="CheckList SQuAD",
-                               kind=Task.CHECKLIST, accepts_submissions=True)
+                               kind="checklist", accepts_submissions=True)
     ReportedResult.objects.create(task=task, kind="baseline", method="BERT-base (SQuAD)", team="CheckList authors",
                                   scores={"pass_rate": 45.5}, source="paper")
     return task
 
 
 def test_every_kind_has_its_own_words():
-    for kind, _ in Task.KIND_CHOICES:
-        words = wording.wording_for(kind)
+    for kind, _ in kinds.choices():
         task = Task(kind=kind)
+        words = wording.wording_for(task)
         primary = dict(task.metric_columns)[task.primary_metric]
         assert words.metric.startswith(primary)
         assert primary in words.ranking or primary.lower() in words.ranking.lower()
         assert any(term == primary for term, _ in words.guide), kind
-        if kind not in (Task.SPAN, Task.MULTICHOICE):
+        if kind not in ("span", "multichoice"):
             page_words = " ".join([words.metric, words.ranking, words.footnote, *(m for _, m in words.guide)])
             for phrase in (*EXPMRC_WORDS, "ExpMRC", "question"):
                 assert phrase not in page_words, (kind, phrase)

@@ -5,6 +5,7 @@ import importlib
 import pytest
 from django.apps import apps
 
+from benchmark import kinds
 from submissions.intake import submit_predictions
 from submissions.models import Submission
 from submissions.runs import confidence_intervals
@@ -33,5 +34,5 @@ def test_stored_intervals_are_recomputed_from_the_items_and_odd_shapes_left_alon
 
     assert Submission.objects.get(pk=sub.pk).ci == current
     assert Submission.objects.get(pk=odd.pk).ci == {"overall_f1": [1.0, 2.0]}
-    assert set(upgrade.COLUMNS_BY_KIND) == {kind for kind, _ in task.KIND_CHOICES}
+    assert set(upgrade.COLUMNS_BY_KIND) == set(kinds.names())
     assert upgrade.COLUMNS_BY_KIND[task.kind] == [key for key, _ in task.metric_columns]

@@ -118,8 +118,8 @@ def test_a_scorer_version_bump_marks_entries_stale_and_keeps_them_on_the_board(m
     entry = scored(task, make_user(), perfect_predictions(fixture_gold("expmrc-squad")))
     client = Client()
     assert board_ids(client, "expmrc-squad")[entry.pk]["stale"] is False
-    from submissions.scorers import ExpmrcScorer
-    monkeypatch.setattr(ExpmrcScorer, "version", "expmrc-2/test")
+    from benchmark.kinds.expmrc import ExpmrcKind
+    monkeypatch.setattr(ExpmrcKind, "scorer_version", "expmrc-2/test")
     row = board_ids(client, "expmrc-squad")[entry.pk]
     assert row["stale"] is True
     assert "Stale" in client.get(f"/submissions/{entry.pk}/").content.decode()

@@ -14,7 +14,7 @@ from django.utils import timezone
 from scoring.metrics import expmrc
 from submissions import intake, lifecycle, runs
 from submissions.models import ErrorCategory, Status, Submission
-from submissions.scorers import ExpmrcScorer
+from benchmark.kinds.expmrc import ExpmrcKind
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
 
 
@@ -31,7 +31,7 @@ def test_a_long_run_keeps_its_lease_and_the_reaper_leaves_it_alone(settings):
     submission = queued_submission()
     claimed = lifecycle.start_run(submission.pk)
     first_lease = claimed.lease_expires_at
-    with runs.LeaseRenewal(claimed, interval=0.2):
+    with lifecycle.lease_renewal(claimed, interval=0.2):
         time.sleep(2.5)  # far past the 1 s lease
         assert lifecycle.reap_stuck().get("requeued", 0) == 0
         row = Submission.objects.get(pk=submission.pk)
@@ -44,10 +44,10 @@ def test_a_long_run_keeps_its_lease_and_the_reaper_leaves_it_alone(settings):
 def test_the_soft_time_limit_fails_the_run_charged_to_its_sender(monkeypatch):
     submission = queued_submission()
 
-    def too_slow(self, task, test_set, predictions):
+    def too_slow(self, split, predictions):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(ExpmrcScorer, "score", too_slow)
+    monkeypatch.setattr(ExpmrcKind, "score", too_slow)
     assert runs.claim_and_score(submission.pk) == Status.FAILED
     failed = Submission.objects.get(pk=submission.pk)
     assert failed.error_category == ErrorCategory.SCORING_TIME

@@ -15,8 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("--task", required=True)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        task = Task.objects.filter(slug=opts["task"], kind=Task.SPAN).first()
-        if task is None:
+        task = Task.objects.filter(slug=opts["task"]).first()
+        if task is None or not task.kind_definition.builds_skill_sets:
             raise CommandError(f"{opts['task']}: no span-extraction task of that name", returncode=2)
         test_set = task.current_test_set()
         if test_set is None:

@@ -14,7 +14,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         task = Task.objects.filter(slug=opts["task"]).first()
-        if task is None or task.kind not in (Task.MULTICHOICE, Task.CLASSIFICATION):
+        if task is None or not task.kind_definition.icq_format:
             raise CommandError(f"{opts['task']}: no multiple-choice or classification task of that name")
         test_set = task.current_test_set()
         if test_set is None:

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmark import kinds
 from benchmark.models import Task, TestSet
 from benchmark.quackie_tracks import BASELINES, schedule_baselines
 from scoring.sandbox import write_baseline_code
@@ -47,7 +48,8 @@ class Command(BaseCommand):
         from scoring.models.interpreters import BASELINE_METHODS  # noqa: PLC0415
 
         torch.set_num_threads(2)
-        task = Task.objects.filter(slug=opts["track"], kind=Task.INTERPRETATION).select_related("track").first()
+        with_tracks = kinds.names(lambda kind: kind.has_tracks)
+        task = Task.objects.filter(slug=opts["track"], kind__in=with_tracks).select_related("track").first()
         if task is None or not hasattr(task, "track"):
             raise CommandError(f"{opts['track']}: no QUACKIE track of that name")
         test_set = task.current_test_set()
