@@ -23,6 +23,8 @@ from django.contrib import admin, messages
 from django.contrib.auth.views import LoginView, PasswordResetView
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -77,6 +79,8 @@ class LoginThrottle(BaseThrottle):
         return self.wait_seconds
 
 
+# The answer is a token: no cache may keep a copy.
+@method_decorator(never_cache, name="dispatch")
 class ThrottledObtainAuthToken(ObtainAuthToken):
     throttle_classes = [LoginThrottle]
     # ObtainAuthToken names its own parsers; this one is open to anyone, so it gets the

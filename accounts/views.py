@@ -11,6 +11,7 @@ from django.forms import BaseForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
@@ -41,6 +42,8 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/signup.html", {"form": form}, status=400 if form.errors else 200)
 
 
+# The page shows the API token: no cache, shared or the browser's, may keep a copy.
+@never_cache
 @login_required
 def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     token = Token.objects.filter(user=request.user).first()

@@ -80,6 +80,10 @@ MIDDLEWARE = [
     "config.request_id.RequestIdMiddleware",
     # /healthz, answered before the host check and the HTTPS redirect (config/health.py).
     "config.health.HealthCheckMiddleware",
+    # Before anything reads the body (the CSRF check reads a form's fields).
+    "config.body_limits.RequestBodyLimitMiddleware",
+    # The Content-Security-Policy and the API's read-only CORS, on every answer, errors included.
+    "config.security_headers.SecurityHeadersMiddleware",
     # Before anything that writes the body; it leaves WhiteNoise's precompressed files alone.
     # Django's gzip adds random padding per response against BREACH on pages with CSRF tokens.
     "django.middleware.gzip.GZipMiddleware",
@@ -247,6 +251,11 @@ WHITENOISE_USE_FINDERS = True  # serve static files straight from static/ withou
 # before the file is parsed); Django's own request cap sits a little above it.
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# A body larger than its address takes is refused with 413 from Content-Length, before a byte of
+# it is read (config/body_limits.py): the upload addresses take the largest file plus the form,
+# every other address REQUEST_BODY_MAX_BYTES.
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 10 * 1024 * 1024)
+UPLOAD_PATHS = [r"^/(api/(v1/)?)?tasks/[^/]+/submissions/$", r"^/tasks/[^/]+/submit/$", r"^/admin/"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Larger uploads are spooled here while the request runs; a web worker killed mid-upload leaves
 # its file behind, which `manage.py purge_uploads` deletes after an hour (submissions.storage).
@@ -381,6 +390,14 @@ LOGGING = {
     # shap logs its internal vectors at INFO: keep worker logs readable.
     "loggers": {"django.db.backends": {"level": "WARNING"}, "shap": {"level": "WARNING"}},
 }
+
+# Scripts, styles, images and fonts from the site only, no inline code, no plugins, no framing;
+# forms post to the site only (config/security_headers.py). Empty: no header.
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+).strip()
 
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from accounts.throttling import ThrottledObtainAuthToken, admin_login
@@ -33,7 +33,8 @@ router.register("submissions", SubmissionViewSet, basename="api-submission")
 api_patterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves the page's start-up script as a file: no inline script for the CSP.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("problems/<slug:slug>/", errors.problem_type_description, name="api-problem-type"),
     path("compare/", board_api.compare_view, name="api-compare"),
     path("benchmarks/<slug:slug>/leaderboard/", board_api.benchmark_leaderboard, name="api-benchmark-leaderboard"),

@@ -17,6 +17,7 @@ import gzip
 import http.client
 import json
 import mimetypes
+import select
 import socket
 import ssl
 import time
@@ -51,6 +52,54 @@ LIST_READS = 2
 #: The API version this client speaks. The server keeps the unversioned ``/api/`` paths only as
 #: deprecated aliases, for one release.
 API_PREFIX = "/api/v1/"
+
+
+def answered(sock: socket.socket) -> bool:
+    """Whether the server has started to answer (or closed) while the request is still sent."""
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+class EarlyAnswerMixin:
+    """Sends a large body in chunks and stops as soon as the server answers: a server that
+    refuses an upload from its size (413) answers before reading it and closes the connection,
+    and a client that kept sending would get a broken pipe instead of the answer. Whatever the
+    server sent is then read by ``getresponse`` as usual."""
+
+    sock: socket.socket | None
+
+    def send(self, data: Any) -> None:
+        if not isinstance(data, (bytes, bytearray)) or len(data) <= CHUNK or self.sock is None:
+            super().send(data)  # type: ignore[misc]  # the HTTPConnection it is mixed into
+            return
+        view = memoryview(data)
+        for start in range(0, len(view), CHUNK):
+            if answered(self.sock):
+                return
+            try:
+                self.sock.sendall(view[start:start + CHUNK])
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the server stopped reading: its answer, if any, is read next
+
+
+class EarlyAnswerHTTPConnection(EarlyAnswerMixin, http.client.HTTPConnection):
+    pass
+
+
+class EarlyAnswerHTTPSConnection(EarlyAnswerMixin, http.client.HTTPSConnection):
+    pass
+
+
+class EarlyAnswerHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(EarlyAnswerHTTPConnection, req)
+
+
+class EarlyAnswerHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(EarlyAnswerHTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
+
+
+OPENER = urllib.request.build_opener(EarlyAnswerHTTPHandler, EarlyAnswerHTTPSHandler)
 
 
 def api_path(*segments: str | int) -> str:
@@ -265,7 +314,7 @@ class Client:
         delays = backoff_delays(self.retries, self.backoff) if retryable else []
         for attempt in range(len(delays) + 1):
             try:
-                return urllib.request.urlopen(req, timeout=timeout or self.timeout)
+                return OPENER.open(req, timeout=timeout or self.timeout)
             except urllib.error.HTTPError as error:
                 if error.code < 500 or attempt == len(delays):
                     return error

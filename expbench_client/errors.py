@@ -17,7 +17,7 @@ from typing import Any
 class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # the submission was rejected, failed or cancelled, or the server refused the action (409)
-    USAGE = 2  # bad usage, a local file or config problem, or a value the server found invalid (400)
+    USAGE = 2  # bad usage, a local file or config problem, a value the server found invalid (400), too large (413)
     UNREACHABLE = 3  # connection refused, DNS failure, timeout
     AUTH = 4  # 401/403
     NOT_FOUND = 5  # 404
@@ -32,8 +32,8 @@ exit codes:
   0    ok
   1    the submission was rejected, failed or cancelled, or the server refused
        the action in its current state (409, e.g. cancel of a finished one)
-  2    bad usage, a local file or config problem, no token, or a value the
-       server found invalid (400)
+  2    bad usage, a local file or config problem, no token, a value the
+       server found invalid (400), or a file too large for it (413)
   3    the server cannot be reached (connection refused, DNS failure, timeout)
   4    not authenticated or not allowed (401/403): log in again
   5    not found (404): unknown task, submission or benchmark
@@ -195,6 +195,11 @@ def error_for_status(status: int, body: Any, headers: Mapping[str, str], *, url:
                                          f"{body.get('category') or 'invalid'})", prefix="rejected")
     if status == 400:
         return CliError(ExitCode.USAGE, said or "the server refused the request (HTTP 400)")
+    if status == 413:
+        limit = body.get("limit") if isinstance(body, Mapping) else None
+        most = f"; the server takes at most {limit:,} bytes" if isinstance(limit, int) and not said else ""
+        what = said.rstrip(".") or "the request body"
+        return CliError(ExitCode.USAGE, f"too large for the server (HTTP 413): {what}{most}; nothing was stored")
     detail = f": {said}" if said else ""
     return CliError(ExitCode.SERVER, f"the server at {url} answered HTTP {status}{detail}")
 

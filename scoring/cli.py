@@ -244,7 +244,63 @@ def build_parser() -> argparse.ArgumentParser:
     linguistic.set_defaults(run=_run_linguistic)
     _add_skills_parser(scorers)
     _add_compare_parser(scorers)
+    _add_model_parsers(scorers)
     return parser
+
+
+def _add_model_parsers(scorers) -> None:
+    """``run-model`` (a model bundle's predict on public inputs, as the sandbox runs it) and
+    ``build-bundle`` (a reproducible bundle zip)."""
+    run_model = scorers.add_parser("run-model", help="run a model bundle's predict(examples) on a task's public "
+                                                     "inputs exactly as the server does; predictions JSON out")
+    run_model.add_argument("bundle", metavar="BUNDLE.zip", help="a zip whose root holds predict.py")
+    run_model.add_argument("inputs", metavar="INPUTS.json", help="the task's public inputs (expbench inputs TASK)")
+    run_model.add_argument("--format", dest="prediction_format", choices=("span", "multichoice", "classification"),
+                           help="the examples' format (default: told by the inputs)")
+    run_model.add_argument("--out", metavar="PRED.json", help="write the predictions here (default: stdout)")
+    run_model.add_argument("--batch-size", type=int, default=32, help="examples per predict call (default: 32)")
+    run_model.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                           help="the device predict is told (EXPBENCH_DEVICE; default: cpu)")
+    run_model.add_argument("--sandbox", action="store_true",
+                           help="run in the bubblewrap sandbox with the default budget instead of in this process")
+    run_model.add_argument("--hidden", action="store_true",
+                           help="on failure print only what a run on hidden inputs shows (the category's sentence)")
+    run_model.set_defaults(run=_run_model)
+
+    bundle = scorers.add_parser("build-bundle", help="zip a folder holding predict.py into a model bundle "
+                                                     "(reproducible bytes), or the reference bundle")
+    bundle.add_argument("folder", metavar="DIR", nargs="?", help="the folder (its contents go to the zip's root)")
+    bundle.add_argument("--reference", action="store_true", help="the reference bundle (lexical-overlap baseline)")
+    bundle.add_argument("--out", required=True, metavar="BUNDLE.zip", help="where to write the zip")
+    bundle.set_defaults(run=_run_build_bundle)
+
+
+def _run_model(args: argparse.Namespace) -> int:
+    # NLTK (the ExpMRC parser) loads only for the model sub-commands.
+    from scoring.model_bundles import command  # noqa: PLC0415
+
+    options = command.RunOptions(bundle=args.bundle, inputs=args.inputs, prediction_format=args.prediction_format,
+                                 out=args.out, batch_size=args.batch_size, device=args.device,
+                                 sandbox=args.sandbox)
+    try:
+        status, result = command.run(options)
+    except command.ModelCommandError as exc:
+        raise CliError(str(exc)) from None
+    if status:
+        print(command.failure_text(result, hidden=args.hidden), file=sys.stderr)
+    else:
+        print(command.summary_text(result), file=sys.stderr)
+    return status
+
+
+def _run_build_bundle(args: argparse.Namespace) -> int:
+    from scoring.model_bundles import command  # noqa: PLC0415  (as above)
+
+    try:
+        print(command.build(args.folder, args.out, reference=args.reference))
+    except command.ModelCommandError as exc:
+        raise CliError(str(exc)) from None
+    return 0
 
 
 def _add_skills_parser(scorers) -> None:

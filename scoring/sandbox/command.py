@@ -162,10 +162,12 @@ def options_from_fd(command: list[str], files: CommandFiles) -> list[str]:
 
 def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
                   inner: list[str], copies: list[tuple[str, str]] = (),
-                  files: CommandFiles | None = None) -> list[str]:
+                  files: CommandFiles | None = None, devices: tuple[str, ...] = (),
+                  extra_env: dict[str, str] | None = None) -> list[str]:
     """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro;
     ``copies``: (source directory, dest) copied into read-only tmpfs (``copied_tree``), their
-    descriptors opened in ``files``."""
+    descriptors opened in ``files``; ``devices``: host device nodes passed in at the same path
+    (a model run's GPU); ``extra_env``: variables added to ``child_env``."""
     as_root = os.geteuid() == 0
     args = [find_tool("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -190,7 +192,9 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
     for source, destination in copies:
         args += copied_tree(source, destination, files)
     args += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
-    for key, value in child_env("/tmp", "/tmp").items():
+    for device in devices:  # after --dev: the minimal /dev holds none of them
+        args += ["--dev-bind", device, device]
+    for key, value in {**child_env("/tmp", "/tmp"), **(extra_env or {})}.items():
         args += ["--setenv", key, value]
     if as_root:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 from typing import Callable, Iterable
 
 from scoring.sandbox.errors import InvalidCode
-from scoring.sandbox.layout import ENTRY_FILE, ENTRY_MODULE, RESERVED_MODULES
+from scoring.sandbox.layout import ENTRY_FILE, ENTRY_MODULE, MODEL_RESERVED_MODULES, RESERVED_MODULES
 
 DEFAULT_MAX_BYTES = 1_000_000  # the upload limit when the caller names none (CODE_MAX_BYTES)
 MAX_ZIP_FILES = 500
@@ -61,7 +61,7 @@ PYCACHE = "__pycache__"
 # the child program) and the standard library. The child puts the submission's directory after
 # every trusted path, so such a module of the submission would never be imported: refusing it
 # says so at upload instead of failing (or silently importing something else) at run time.
-SHADOWING_NAMES = frozenset(RESERVED_MODULES) | frozenset(sys.stdlib_module_names)
+SHADOWING_NAMES = frozenset(RESERVED_MODULES + MODEL_RESERVED_MODULES) | frozenset(sys.stdlib_module_names)
 
 
 def _describe_syntax_error(name: str, error: SyntaxError) -> str:
@@ -164,14 +164,29 @@ def _on_fresh_stack(function: Callable[[], None]) -> None:
         raise failures[0]
 
 
-def _parse_all(sources: dict[str, bytes], entry: str) -> None:
+def _parse_all(sources: dict[str, bytes], entry: str,
+               check_entry: Callable[[ast.Module, str], None] | None = None) -> None:
     """Parse every module (each one's tree is dropped before the next is built, so peak memory
-    follows the largest) and check the entry point of ``entry``."""
+    follows the largest) and check the entry point of ``entry`` (``check_entry``, by default
+    the interpreter's ``interpret``)."""
     for path, data in sorted(sources.items()):
         tree = _parse_module(data, path)
         if path == entry:
-            _check_entry_point(tree, path)
+            (check_entry or _check_entry_point)(tree, path)
         del tree
+
+
+def zip_members(archive: zipfile.ZipFile, *, max_bytes: int, unpacked_limit: int) -> dict[str, zipfile.ZipInfo]:
+    """The upload check of a zip's members (paths, kinds, sizes, source limits, names) with the
+    caller's limit on what they hold together; used by the model-bundle check, which streams
+    the members to disk instead of holding them in memory."""
+    return _zip_members(archive, max_bytes, unpacked_limit)
+
+
+def check_sources(sources: dict[str, bytes], entry: str, check_entry: Callable[[ast.Module, str], None]) -> None:
+    """Parse every module as the upload check does (nesting and size caps, a fresh stack) and
+    apply ``check_entry`` to the tree of ``entry``; raises ``InvalidCode``."""
+    _on_fresh_stack(lambda: _parse_all(sources, entry, check_entry))
 
 
 def _check_entry_point(tree: ast.Module, name: str) -> None:
@@ -198,16 +213,20 @@ def _check_entry_point(tree: ast.Module, name: str) -> None:
                           "called as interpret(model, question, context)")
 
 
-def _zip_members(archive: zipfile.ZipFile, max_bytes: int) -> dict[str, zipfile.ZipInfo]:
+def _zip_members(archive: zipfile.ZipFile, max_bytes: int,
+                 unpacked_limit: int | None = None) -> dict[str, zipfile.ZipInfo]:
     """Safe regular-file members by their path inside the archive (a single wrapping folder
-    is stripped). Raises InvalidCode for unsafe or oversized archives."""
+    is stripped). Raises InvalidCode for unsafe or oversized archives. ``unpacked_limit``: the
+    most the members may hold together (default: ``ZIP_EXPANSION`` x ``max_bytes``, at most
+    ``MAX_UNPACKED_BYTES``, since this check holds them in memory)."""
     infos = [info for info in archive.infolist()
              if not info.filename.startswith("__MACOSX/") and not info.is_dir()]
     if not infos:
         raise InvalidCode("the zip holds no files")
     if len(infos) > MAX_ZIP_FILES:
         raise InvalidCode(f"the zip holds {len(infos)} files; the limit is {MAX_ZIP_FILES}")
-    unpacked_limit = min(ZIP_EXPANSION * max_bytes, MAX_UNPACKED_BYTES)
+    if unpacked_limit is None:
+        unpacked_limit = min(ZIP_EXPANSION * max_bytes, MAX_UNPACKED_BYTES)
     total = source_total = source_files = 0
     paths: dict[str, zipfile.ZipInfo] = {}
     for info in infos:
@@ -289,7 +308,7 @@ def _check_top_level_names(paths: Iterable[str]) -> None:
             continue  # data files and folders without Python are never imported
         module = parts[0][:-3] if len(parts) == 1 else parts[0]
         if module in SHADOWING_NAMES:
-            what = ("is the sandbox runner's own" if module in RESERVED_MODULES
+            what = ("is the sandbox runner's own" if module in RESERVED_MODULES + MODEL_RESERVED_MODULES
                     else "is a standard-library module")
             raise InvalidCode(f"zip entry {path!r}: the top-level module name {module!r} {what} and "
                               "is reserved by the runner (the trusted module is always the one "
