@@ -12,6 +12,7 @@ inputs it was given.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -265,14 +266,21 @@ def merged_json(ids: list[str], predictions: dict) -> bytes:
 
 # --------------------------------------------------------------------------- what the run ran on
 
-def environment() -> dict:
-    """Python and the key packages installed (the environment the bundle runs in)."""
+@functools.lru_cache(maxsize=1)
+def _environment() -> tuple:
     packages = {}
     for name in KEY_PACKAGES:
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    return tuple(packages.items())
+
+
+def environment() -> dict:
+    """Python and the key packages installed (the environment the bundle runs in; read once
+    per process, as a worker's installation does not change under it)."""
+    packages = dict(_environment())
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
             "platform": f"{platform.system()} {platform.machine()}", "packages": packages,
             "executable": os.path.basename(sys.executable)}

@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -80,6 +81,7 @@ from scoring.sandbox.model_contract import (
 logger = logging.getLogger(__name__)
 
 COPY_LIMIT_BYTES = 64 * 2**20
+GRACEFUL_EXIT_SECONDS = 5  # after its last batch, for the child to exit by itself
 # The device nodes the NVIDIA driver creates; a GPU run passes those present into the jail.
 GPU_DEVICE_PATTERNS = ("/dev/nvidia[0-9]*", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                        "/dev/nvidia-modeset", "/dev/nvidia-caps/*")
@@ -304,7 +306,7 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
     finally:
         if sandbox is not None:
             if sandbox.child is not None:
-                sandbox.child.finish(graceful=graceful)
+                _end(sandbox.child, graceful=graceful)
                 result.cpu_seconds = sandbox.child.cpu_used
             oom = sandbox.release()
             if oom and result.failure in ("crashed", "exception", None):
@@ -315,6 +317,19 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
         job.cleanup()
         result.total_seconds = time.monotonic() - began
     return result
+
+
+def _end(child: Child, *, graceful: bool) -> None:
+    """Close the child's stdin and wait for it to exit (it returns at end of input), then
+    kill what is left. ``Child.finish`` polls every 50 ms, a quarter of a small run's time."""
+    if graceful and not child.closed:
+        try:
+            child.proc.stdin.close()
+            child.stdin_open = False
+            child.proc.wait(timeout=GRACEFUL_EXIT_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    child.kill()
 
 
 def _run(sandbox: _Sandbox, parts: list[list[dict]], ids: list[str], result: ModelRunResult,
