@@ -9,7 +9,10 @@ a skill-set build, an ICQ cue discovery) follows the same protocol (docs/operati
 2. **claim**: a worker moves ``queued`` to ``running`` in one conditional update that counts
    the attempt. A duplicate message, or a second worker, finds nothing to claim.
 3. **heartbeat**: a long run renews its heartbeat (and records progress) while it owns the
-   job, i.e. while the state still names its attempt.
+   job, i.e. while the state still names its attempt. :class:`Heartbeat` renews it by time
+   from a side thread, so a run stays owned however long one step takes (a sandbox starting,
+   a slow import, a model load), and a dead worker's run is noticed one lease after its
+   last renewal.
 4. **finish**: ``running`` becomes ``done`` or ``failed``, again only for the owning attempt.
 5. **reap**: beat calls :meth:`Job.reap`; a running job whose heartbeat is older than its
    lease (its worker died) and a queued job whose message seems lost are sent again, and a
@@ -24,15 +27,17 @@ Tasks are sent by name, so no module imports a ``tasks.py``.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
+from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
 from celery import current_app
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -51,14 +56,15 @@ class JobStatus(models.TextChoices):
 WAITING = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
-def send_after_commit(task_name: str, *args: Any) -> None:
+def send_after_commit(task_name: str, *args: Any, countdown: float | None = None) -> None:
     """Send the Celery task ``task_name`` with ``args`` once the current transaction commits
-    (at once outside a transaction). Routing follows ``CELERY_TASK_ROUTES`` by name. A broker
-    that is down is logged, not raised: the job stays queued and the reaper sends it again."""
+    (at once outside a transaction); ``countdown``: not before that many seconds. Routing
+    follows ``CELERY_TASK_ROUTES`` by name. A broker that is down is logged, not raised: the
+    job stays queued and the reaper sends it again."""
 
     def send() -> None:
         try:
-            current_app.send_task(task_name, args=list(args))
+            current_app.send_task(task_name, args=list(args), countdown=countdown)
         except Exception:  # broker down: nothing is lost, the reaper retries
             log.exception("could not send %s%s; the reaper will send it again", task_name, tuple(args))
 
@@ -68,6 +74,48 @@ def send_after_commit(task_name: str, *args: Any) -> None:
 def stopped(attempts: int) -> str:
     """How a job that kept losing its worker is explained to the people waiting for it."""
     return f"stopped {attempts} time{'s' if attempts != 1 else ''} without finishing (worker lost or timed out)"
+
+
+class Heartbeat:
+    """Calls ``beat()`` every ``interval`` seconds from a side thread while the ``with`` block
+    runs: the renewal of a run's lease by time, whatever the run is doing (a sandbox starting,
+    an import, a model load, one long sample), not by its progress. ``beat`` returns False once
+    the run no longer owns its job; then the renewals stop and :attr:`lost` is set, for the
+    run to stop at its next check. A database error stops the renewals without killing the
+    worker: the lease then runs out and the reaper decides."""
+
+    def __init__(self, beat: Callable[[], bool], interval: float, name: str = "heartbeat") -> None:
+        self.beat = beat
+        self.interval = interval
+        self.lost = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(self.interval):
+                if not self.beat():
+                    self.lost.set()
+                    return
+        except Exception as exc:
+            log.warning("%s: renewals stopped (%s)", self.thread.name, type(exc).__name__)
+        finally:
+            connection.close()  # the thread's own connection
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def heartbeat_interval(lease_seconds: float) -> float:
+    """How often a run renews a lease of ``lease_seconds``: three renewals per lease, so one
+    slow database write never lets a live run's lease expire."""
+    return max(0.5, lease_seconds / 3)
 
 
 @dataclass(frozen=True)
@@ -122,8 +170,8 @@ class Job(Generic[State]):
     what: str
     advice: str = ""
 
-    def send(self, pk: int, task_name: str | None = None) -> None:
-        send_after_commit(task_name or self.task_name, pk)
+    def send(self, pk: int, task_name: str | None = None, countdown: float | None = None) -> None:
+        send_after_commit(task_name or self.task_name, pk, countdown=countdown)
 
     def give_up_note(self, attempts: int) -> str:
         note = f"{self.what} {stopped(attempts)}"

@@ -15,11 +15,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Expression, F, Q
+from django.db.models import Expression, F, Max, Q
 from django.utils import timezone
 
 from benchmark.models import TestSet, boards_changed
-from core.jobs import Job, JobState, Stale
+from core.jobs import Heartbeat, Job, JobState, Stale, heartbeat_interval
 
 from . import storage
 from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
@@ -27,7 +27,8 @@ from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)
 
-TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission"}
+TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission",
+                 Submission.MODEL: "submissions.tasks.run_model_submission"}
 DEFAULT_TASK = "submissions.tasks.score_submission"
 
 
@@ -87,6 +88,47 @@ def mark_queued(submission: Submission, **fields: Any) -> bool:
     return False
 
 
+#: The kinds whose runs take turns between users (the sandbox queue: a run can take an hour).
+FAIR_SHARE_KINDS = frozenset({Submission.CODE, Submission.MODEL})
+#: How long a run that gave way to another user's waits before its message comes again.
+FAIR_SHARE_RETRY_SECONDS = 5.0
+
+
+def gives_way(submission_id: int) -> bool:
+    """Fair shares between users: a queued run of a ``FAIR_SHARE_KINDS`` kind gives way while
+    another user, served less recently, has a run of that kind queued; "served" is when the
+    user's latest run of the kind started (never: least recently). So a user's second run never
+    starts before another user's first, whether their first run is still running (several
+    slots) or has just finished (one slot). The order is strict (the least recently served user
+    never gives way, ties go to the queue's order), so runs cannot keep giving way to each
+    other."""
+    row = (Submission.objects.filter(pk=submission_id, status=Status.QUEUED, kind__in=FAIR_SHARE_KINDS)
+           .values_list("user_id", "kind").first())
+    if row is None:
+        return False
+    user_id, kind = row
+    others = set(Submission.objects.filter(kind=kind, status=Status.QUEUED).exclude(user_id=user_id)
+                 .values_list("user_id", flat=True))
+    if not others:
+        return False
+    served = dict(Submission.objects.filter(kind=kind, user_id__in=others | {user_id}, started_at__isnull=False)
+                  .values("user_id").annotate(last=Max("started_at")).values_list("user_id", "last"))
+    mine = served.get(user_id)
+    return mine is not None and any(served.get(other) is None or served[other] < mine for other in others)
+
+
+def give_way(submission: int) -> bool:
+    """Send a queued run's message again in ``FAIR_SHARE_RETRY_SECONDS`` (not a status change:
+    it stays queued; its ``queued_at``, when its message was last sent, moves on so the reaper
+    does not take it for lost). False when it is no longer queued."""
+    row = Submission.objects.filter(pk=submission, status=Status.QUEUED).values_list("kind", flat=True).first()
+    if row is None or not Submission.objects.filter(pk=submission, status=Status.QUEUED).update(
+            queued_at=timezone.now()):
+        return False
+    SCORING.send(submission, task_name_for(row), countdown=FAIR_SHARE_RETRY_SECONDS)
+    return True
+
+
 def start_run(submission_id: int) -> Submission | None:
     """Claim a submission for scoring. Returns the claimed Submission with its attempt number,
     or None when there is nothing to do (already scored, cancelled, or running elsewhere
@@ -101,11 +143,20 @@ def start_run(submission_id: int) -> Submission | None:
 
 
 def heartbeat(submission: Submission, **fields: Any) -> bool:
-    """A long run (sandboxed code) renews its lease and records progress, so the reaper never
-    takes a live run away. Returns False when this run no longer owns the submission."""
+    """Renew the run's lease (and record progress in ``fields``), so the reaper never takes a
+    live run away. Returns False when this run no longer owns the submission."""
     lease = timezone.now() + timedelta(seconds=settings.SCORING_LEASE_SECONDS)
     return bool(Submission.objects.filter(pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts)
                 .update(lease_expires_at=lease, **fields))
+
+
+def lease_renewal(submission: Submission, interval: float | None = None) -> Heartbeat:
+    """The claimed run's lease, renewed by time from a side thread for as long as the ``with``
+    block runs (every third of ``SCORING_LEASE_SECONDS``): a live run keeps its submission
+    however long its start-up or one step takes; its ``lost`` is set once the reaper gave the
+    submission to another attempt."""
+    every = interval if interval is not None else heartbeat_interval(settings.SCORING_LEASE_SECONDS)
+    return Heartbeat(lambda: heartbeat(submission), every, name=f"lease-{submission.pk}")
 
 
 def _finish(submission: Submission, new_status: Status, **fields: Any) -> bool:
@@ -178,10 +229,11 @@ def is_rescore(submission: Submission) -> bool:
     return submission.rescore_test_set_id is not None
 
 
-def reject_run(submission: Submission, message: str) -> bool:
+def reject_run(submission: Submission, message: str, category: ErrorCategory = ErrorCategory.INVALID_INPUT) -> bool:
+    """running -> rejected: the upload is not a valid submission (no quota is charged)."""
     if is_rescore(submission):
         return _abandon_rescore(submission, message)
-    rejected = _finish(submission, Status.REJECTED, error_category=ErrorCategory.INVALID_INPUT, error_message=message)
+    rejected = _finish(submission, Status.REJECTED, error_category=category, error_message=message)
     if rejected:
         storage.discard_rejected_file(submission)  # the row and its message stay; the bytes go
     return rejected

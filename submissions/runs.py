@@ -2,14 +2,11 @@
 submission, parse and score it with its scorer, store the scores with their bootstrap CIs and
 schedule the diagnostics. (Interpreter code runs are in ``code_runs``.)"""
 import logging
-import threading
 import time
 from collections.abc import Sequence
-from types import TracebackType
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection
 
 from benchmark.models import Task
 from scoring import stats
@@ -28,40 +25,9 @@ def claim_and_score(submission_id: int, *, hold_seconds: float = 0.0) -> str:
     submission = lifecycle.start_run(submission_id)
     if submission is None:
         return "skipped"
-    with LeaseRenewal(submission):
+    with lifecycle.lease_renewal(submission):
         run_scoring(submission, hold_seconds=hold_seconds)
     return submission.status
-
-
-class LeaseRenewal:
-    """Renews a claimed run's lease from a side thread every third of the lease while the worker
-    scores, so a long but live run is never given to a second worker, and a dead worker's run is
-    noticed one lease after its last renewal instead of after a lease sized for the slowest file."""
-
-    def __init__(self, submission: Submission, interval: float | None = None) -> None:
-        self.submission = submission
-        self.interval = interval if interval is not None else max(0.5, settings.SCORING_LEASE_SECONDS / 3)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, name=f"lease-{submission.pk}", daemon=True)
-
-    def run(self) -> None:
-        try:
-            while not self.stop.wait(self.interval):
-                if not lifecycle.heartbeat(self.submission):
-                    return  # the run is no longer ours: storing its result will be refused anyway
-        except Exception as exc:  # a database hiccup must not kill the worker; the lease runs out
-            log.warning("submission %s: lease renewal stopped (%s)", self.submission.pk, type(exc).__name__)
-        finally:
-            connection.close()  # the thread's own connection
-
-    def __enter__(self) -> "LeaseRenewal":
-        self.thread.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.stop.set()
-        self.thread.join()
 
 
 def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:

@@ -28,12 +28,13 @@ from scoring.sandbox.baselines import baseline_code, write_baseline_code
 from scoring.sandbox.errors import InvalidCode, SandboxUnavailable, UnsafeModelDir
 from scoring.sandbox.job_dir import check_model_dir
 from scoring.sandbox.limits import SAMPLE_FAILURES, SUBMISSION_FAILURES, RunResult, SandboxLimits, validate_scores
+from scoring.sandbox.protocol import storable
 from scoring.sandbox.runner import run_interpreter
 from scoring.sandbox.upload_check import check_submission_code
 
 __all__ = [
     "MODES", "SAMPLE_FAILURES", "SUBMISSION_FAILURES", "InvalidCode", "RunResult",
     "SandboxLimits", "SandboxUnavailable", "UnsafeModelDir", "baseline_code", "check_model_dir",
-    "check_submission_code", "run_interpreter", "sandbox_available", "validate_scores",
+    "check_submission_code", "run_interpreter", "sandbox_available", "storable", "validate_scores",
     "write_baseline_code",
 ]

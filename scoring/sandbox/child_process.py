@@ -5,7 +5,12 @@ pipes is raised as ``ReplyTimeout``, ``OutputFlood``, ``ChildDied`` or ``Protoco
 for the runner to turn into a failure category; ``CpuBudgetExceeded`` when the CPU time of all
 the sandbox's processes together (the cgroup's counter, else the process tree's) passes what the
 run has left of ``cpu_budget_seconds``. The protocol itself is described in
-``scoring/sandbox/child.py``."""
+``scoring/sandbox/child.py``.
+
+Every read of the child's stdout, whichever path does it (waiting for a reply, writing a
+message while the child floods, draining stderr at the end), keeps at most one reply line
+(``output_bytes`` and its line end) and counts the rest as dropped; stderr goes to a
+``CappedBuffer``. So nothing the child writes grows the worker's memory past the caps."""
 from __future__ import annotations
 
 import json
@@ -15,10 +20,11 @@ import signal
 import subprocess
 import time
 from collections import deque
+from collections.abc import Callable
 
 from scoring.sandbox.cgroups import Cgroups
 from scoring.sandbox.limits import SandboxLimits
-from scoring.sandbox.protocol import ProtocolViolation, decode
+from scoring.sandbox.protocol import ProtocolViolation, decode, storable
 
 __all__ = ["CappedBuffer", "Child", "ChildDied", "CpuBudgetExceeded", "OutputFlood", "ProtocolViolation",
            "ReplyTimeout", "process_tree_cpu_seconds"]
@@ -118,7 +124,7 @@ class CappedBuffer:
         tail = b"".join(self.tail)
         middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() \
             if self.dropped else b""
-        return (bytes(self.head) + middle + tail).decode("utf-8", "replace")
+        return str(storable((bytes(self.head) + middle + tail).decode("utf-8", "replace")))
 
 
 class Child:
@@ -126,8 +132,12 @@ class Child:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, limits: SandboxLimits,
                  stderr: CappedBuffer, cgroups: Cgroups | None, wraps_signals: bool,
-                 pass_fds: tuple[int, ...] = (), cpu_allowance: float | None = None):
+                 pass_fds: tuple[int, ...] = (), cpu_allowance: float | None = None,
+                 interrupt: Callable[[], None] | None = None):
         self.limits = limits
+        # Called about every CPU_CHECK_SECONDS while waiting on the child; what it raises stops
+        # the wait (the run's lease was lost: nothing this run computes would be stored).
+        self.interrupt = interrupt
         self.stderr = stderr
         self.cgroups = cgroups
         self.wraps_signals = wraps_signals  # bwrap reports a signal N as exit code 128 + N
@@ -139,6 +149,7 @@ class Child:
                                      start_new_session=True, close_fds=True,
                                      pass_fds=tuple(pass_fds))
         self.out = bytearray()
+        self.out_dropped = 0  # stdout bytes past the cap, never buffered
         self.selector = selectors.DefaultSelector()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
@@ -160,6 +171,12 @@ class Child:
         if used is not None:
             self.cpu_used = max(self.cpu_used, used)
 
+    def _check(self) -> None:
+        """Between two reads: the run's interruption, then its CPU budget."""
+        if self.interrupt is not None:
+            self.interrupt()
+        self._check_cpu()
+
     def _check_cpu(self) -> None:
         now = time.monotonic()
         if self.cpu_allowance is None or now - self.cpu_checked < CPU_CHECK_SECONDS:
@@ -171,7 +188,24 @@ class Child:
 
     # ------------------------------------------------------------------ I/O
 
+    def _keep_output(self, data: bytes) -> None:
+        """Buffer what the child wrote on stdout up to one reply line and its line end; an
+        honest child writes one line and waits for the next message, so anything beyond is a
+        flood, dropped here and raised by the next ``_take_line``."""
+        room = max(0, self.limits.output_bytes + 1 - len(self.out))
+        if len(data) > room:
+            self.out_dropped += len(data) - room
+            data = data[:room]
+        self.out += data
+
+    def _check_flood(self) -> None:
+        if self.out_dropped:
+            where = "without a line end" if b"\n" not in self.out else "after a reply line"
+            raise OutputFlood(f"more than {self.limits.output_bytes} bytes {where} "
+                              f"({self.out_dropped} more dropped unread)")
+
     def _take_line(self) -> bytes | None:
+        self._check_flood()
         end = self.out.find(b"\n")
         if end < 0:
             if len(self.out) > self.limits.output_bytes:
@@ -193,7 +227,7 @@ class Child:
                 continue
             if key.data == "out":
                 if data:
-                    self.out += data
+                    self._keep_output(data)
                 else:
                     self.selector.unregister(key.fileobj)
                     self.stdout_open = False
@@ -226,7 +260,8 @@ class Child:
                 if remaining <= 0:
                     raise ReplyTimeout()
                 self._pump(min(remaining, CPU_CHECK_SECONDS))
-                self._check_cpu()
+                self._check_flood()  # a child that floods instead of reading its message
+                self._check()
         finally:
             if registered:
                 self.selector.unregister(self.proc.stdin)
@@ -240,7 +275,7 @@ class Child:
             if remaining <= 0:
                 raise ReplyTimeout()
             self._pump(min(remaining, CPU_CHECK_SECONDS))
-            self._check_cpu()
+            self._check()
 
     # ------------------------------------------------------------------ ending
 

@@ -24,6 +24,30 @@ TEXT_CHARS = {"type": 200, "message": 1000, "traceback": 4000, "not_a_list": 200
 SHOWN_BYTES = 120  # how much of a malformed line a message quotes
 
 
+def storable(value: object) -> object:
+    """``value`` (a string, or lists and dicts of them) with what a database refuses to store
+    replaced by U+FFFD: NUL characters (PostgreSQL text and jsonb cannot hold them) and lone
+    surrogates (not UTF-8). Text from the child can carry either; left in, storing the run's
+    message fails and the run would end as the platform's fault instead of its sender's."""
+    if isinstance(value, str):
+        if not _encodable(value):
+            value = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value)
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(item) for item in value]
+    return value
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class ProtocolViolation(Exception):
     """A line from the child that is not one of the protocol's messages."""
 
@@ -78,7 +102,8 @@ def _text(message: dict, key: str) -> str:
     if not isinstance(value, str):
         raise ProtocolViolation(f"{_kind(message)}: {key!r} is not a string")
     limit = TEXT_CHARS[key]
-    return value if len(value) <= limit else value[:limit - 15] + " ...[truncated]"
+    text = value if len(value) <= limit else value[:limit - 15] + " ...[truncated]"
+    return str(storable(text))
 
 
 def _flag(message: dict, key: str) -> bool:

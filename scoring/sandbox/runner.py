@@ -93,8 +93,10 @@ class _Runner:
     """Starts (and restarts) the child of one run and releases what each start took."""
 
     def __init__(self, job: Job, model_dir: Path, model_kind: str, limits: SandboxLimits,
-                 mode: str, result: RunResult, require_cgroups: bool = False):
+                 mode: str, result: RunResult, require_cgroups: bool = False,
+                 interrupt: Callable[[], None] | None = None):
         self.job = job
+        self.interrupt = interrupt
         self.model_dir = model_dir
         self.model_kind = model_kind
         self.limits = limits
@@ -177,7 +179,7 @@ class _Runner:
             try:
                 child = Child(command, env, cwd, self.limits, self.stderr, self.cgroups,
                               wraps_signals=self.mode == "bwrap", pass_fds=tuple(files.fds),
-                              cpu_allowance=allowance)
+                              cpu_allowance=allowance, interrupt=self.interrupt)
             except OSError as error:
                 self._release_cgroups()
                 raise _Fail("load_error", f"the sandbox could not be started: {error}") from None
@@ -279,7 +281,8 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                     progress: Callable[[int, int], None] | None = None,
                     protected: Iterable = (), models_root=None,
                     code_max_bytes: int = DEFAULT_MAX_BYTES,
-                    require_cgroups: bool = False) -> RunResult:
+                    require_cgroups: bool = False,
+                    interrupt: Callable[[], None] | None = None) -> RunResult:
     """Run a submitted interpreter on ``samples`` inside the sandbox; see the module docstring.
 
     ``samples``: dicts with ``id``, ``question``, ``context``, ``n_sentences`` and optionally
@@ -297,6 +300,9 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
     of all the sandbox's processes together is capped by ``cpu_budget_seconds`` (``cpu_limit``).
     ``require_cgroups`` (SANDBOX_REQUIRE_CGROUPS): raise ``SandboxUnavailable`` instead of
     running with rlimits only when the cgroup limits cannot be applied (fail closed).
+    ``interrupt()`` is called about every quarter second while the parent waits on the child,
+    start-up included (a slow import or model load); like ``progress``, an exception it raises
+    stops the run and propagates: the worker's way to stop a run whose lease it lost.
     """
     limits = limits or SandboxLimits()
     mode = check_mode(mode)
@@ -328,7 +334,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
         return result
     result.job = job.name
     runner = _Runner(job, model_dir, model_kind, limits, mode, result,
-                     require_cgroups=require_cgroups)
+                     require_cgroups=require_cgroups, interrupt=interrupt)
     child: Child | None = None
     graceful = False
     crashes = consecutive_crashes = timeouts = consecutive_timeouts = 0

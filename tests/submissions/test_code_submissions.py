@@ -394,7 +394,11 @@ def test_a_run_whose_every_sample_fails_is_code_failed_and_counts(api, track, jo
     sub = run_failed(api, track, code)
     n = len(code_runs.public_samples(sub.test_set))
     assert sub.error_category == ErrorCategory.CODE_FAILED, sub.error_message
-    assert sub.error_message == f"all_samples_failed: every sample failed: {n} exception"
+    summary, first = sub.error_message.split("\n\n", 1)
+    assert summary == f"all_samples_failed: every sample failed: {n} exception"
+    # The owner debugs from the first failing sample's traceback, not from a count alone.
+    assert first.startswith("The first failing sample, ") and "(exception):\nRuntimeError: nothing works" in first
+    assert "in interpret" in first, first
     assert intake.submissions_counted_today(sub.user, sub.task) == 1  # the sender's own fault
     board = Client().get(f"/tasks/{track.task.slug}/leaderboard.csv")
     assert board.status_code == 200 and "Mine" not in board.content.decode()  # nothing ranks
