@@ -68,6 +68,7 @@ app.conf.update(
         "submissions.tasks.run_code_submission": {"queue": "sandbox"},
         "submissions.tasks.run_track_baselines": {"queue": "models"},
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
+        "submissions.tasks.purge_uploads": {"queue": "maintenance"},
         "benchmark.tasks.*": {"queue": "maintenance"},
         "leaderboards.tasks.*": {"queue": "maintenance"},
         **{name: {"queue": "reaper"} for name in REAPERS},
@@ -92,6 +93,12 @@ app.conf.update(
         "reap-stuck-dataset-jobs": {
             "task": "benchmark.tasks.reap_stuck_jobs",
             "schedule": 60.0,
+        },
+        # Housekeeping: upload files nobody needs (rejected submissions', orphaned ones, and the
+        # temporary files of uploads whose web worker was killed) would otherwise pile up.
+        "purge-uploads": {
+            "task": "submissions.tasks.purge_uploads",
+            "schedule": float(os.environ.get("PURGE_UPLOADS_INTERVAL_SECONDS", 3600)),
         },
     },
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + four Celery workers (scoring; reaper; maintenance and models; sandbox) + Celery beat, demo data loaded.
+# gunicorn + five Celery workers (scoring; reaper; maintenance; models; sandbox) + Celery beat, demo data loaded.
 # A Celery process that exits is started again (see supervise below); Ctrl-C stops everything.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 # USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
@@ -82,8 +82,13 @@ supervise "scoring worker" celery -A config worker -Q scoring --concurrency "${W
   --hostname "scoring@%h" --loglevel INFO
 supervise "reaper worker" celery -A config worker -Q reaper --concurrency 1 \
   --hostname "reaper@%h" --loglevel INFO
-supervise "background worker" celery -A config worker -Q maintenance,models --concurrency 1 \
-  --hostname "background@%h" --loglevel INFO
+supervise "maintenance worker" celery -A config worker -Q maintenance --concurrency 1 \
+  --hostname "maintenance@%h" --loglevel INFO
+# Hosted-model jobs (inclusion flags, built-in baselines) hold their worker for minutes at a
+# time: on a worker of their own, diagnostics, board rebuilds and housekeeping never wait
+# behind them.
+supervise "models worker" celery -A config worker -Q models --concurrency 1 \
+  --hostname "models@%h" --loglevel INFO
 # Untrusted interpreter code gets a worker of its own: an hour-long code run never delays
 # cue discovery, skill builds or diagnostics.
 supervise "sandbox worker" celery -A config worker -Q sandbox --concurrency 1 \

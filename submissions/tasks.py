@@ -4,7 +4,7 @@ import os
 
 from celery import shared_task
 
-from . import baseline_runs, code_runs, diagnostics, lifecycle, runs
+from . import baseline_runs, code_runs, diagnostics, lifecycle, runs, storage
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,14 @@ def compute_diagnostics(submission_id: int, n_permutations: int | None = None) -
 def run_track_baselines(test_set_id: int) -> str:
     # A slice of a track's built-in baseline run (models queue); the next one is queued by it.
     return baseline_runs.claim_and_run(test_set_id)
+
+
+@shared_task(name="submissions.tasks.purge_uploads")
+def purge_uploads() -> str:
+    # Housekeeping sent by beat (config/celery.py), as `manage.py purge_uploads` does by hand.
+    report = storage.purge_rejected_files()
+    log.info("purge_uploads: deleted %s", report)
+    return str(report)
 
 
 @shared_task(name="submissions.tasks.reap_stuck_submissions")

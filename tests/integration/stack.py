@@ -121,10 +121,11 @@ class Stack:
 
     def start_workers(self):
         """As scripts/run.sh: one worker for scoring, one for the reapers, one for background
-        work, one for untrusted code."""
+        work, one for hosted-model jobs, one for untrusted code."""
         self.start_worker("worker", queues="scoring")
         self.start_worker("reaper", queues="reaper", concurrency=1)
-        self.start_worker("background", queues="maintenance,models", concurrency=1)
+        self.start_worker("background", queues="maintenance", concurrency=1)
+        self.start_worker("models", queues="models", concurrency=1)
         return self.start_worker("sandbox", queues="sandbox", concurrency=1)
 
     def start_beat(self):

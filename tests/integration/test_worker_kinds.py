@@ -135,6 +135,7 @@ def test_interpreter_code_run_by_the_sandbox_worker(embedded_stack, tiny_track):
     # (The task's name alone is in every worker's start-up list: look for a received message.)
     assert "submissions.tasks.run_code_submission[" in embedded_stack.log_text("sandbox")
     assert "submissions.tasks.run_code_submission[" not in embedded_stack.log_text("background")
+    assert "submissions.tasks.run_code_submission[" not in embedded_stack.log_text("models")
 
 
 KILLER = b'''
