@@ -27,8 +27,7 @@ from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)
 
-TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission",
-                 Submission.MODEL: "submissions.tasks.run_model_submission"}
+TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission"}
 DEFAULT_TASK = "submissions.tasks.score_submission"
 
 
@@ -89,7 +88,7 @@ def mark_queued(submission: Submission, **fields: Any) -> bool:
 
 
 #: The kinds whose runs take turns between users (the sandbox queue: a run can take an hour).
-FAIR_SHARE_KINDS = frozenset({Submission.CODE, Submission.MODEL})
+FAIR_SHARE_KINDS = frozenset({Submission.CODE})
 #: How long a run that gave way to another user's waits before its message comes again.
 FAIR_SHARE_RETRY_SECONDS = 5.0
 
