@@ -26,6 +26,8 @@ Tasks are sent by name, so no module imports a ``tasks.py``.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -37,6 +39,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from celery import current_app
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -56,6 +59,47 @@ class JobStatus(models.TextChoices):
 WAITING = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
+#: Tasks whose messages coalesce: while one with given arguments waits in its queue, sending it
+#: again with the same arguments sends nothing, since the waiting one reads the state when it
+#: runs and so does the work of both (a board rebuild computes the board's latest generation).
+#: Scoring a board change per entry scored used to leave hundreds of rebuilds waiting.
+COALESCED_TASKS = frozenset({"leaderboards.tasks.rebuild_boards"})
+
+
+def _pending_key(task_name: str, args: Any) -> str:
+    text = json.dumps([task_name, list(args)], sort_keys=True, default=str)
+    return f"expbench-pending-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def _already_pending(task_name: str, args: tuple[Any, ...]) -> bool:
+    """Mark the message of a coalesced task as waiting; True when one already was. The mark
+    expires after QUEUE_LEASE_SECONDS, so a message the broker lost blocks no later one for
+    longer than that. A cache that fails coalesces nothing."""
+    if task_name not in COALESCED_TASKS:
+        return False
+    try:
+        return not cache.add(_pending_key(task_name, args), 1, timeout=settings.QUEUE_LEASE_SECONDS)
+    except Exception as exc:
+        log.warning("could not mark %s as pending (%s); sent anyway", task_name, type(exc).__name__)
+        return False
+
+
+def task_starting(sender: Any = None, args: Any = None, **kwargs: Any) -> None:
+    """Celery's ``task_prerun``: a coalesced task no longer waits once it starts, so a change
+    made from now on sends a new message (the one starting may read the state before it)."""
+    name = getattr(sender, "name", "")
+    if name in COALESCED_TASKS:
+        try:
+            cache.delete(_pending_key(name, args or ()))
+        except Exception as exc:
+            log.warning("could not clear the pending mark of %s (%s)", name, type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+
+
 def send_after_commit(task_name: str, *args: Any, countdown: float | None = None) -> None:
     """Send the Celery task ``task_name`` with ``args`` once the current transaction commits
     (at once outside a transaction); ``countdown``: not before that many seconds. Routing
@@ -63,10 +107,14 @@ def send_after_commit(task_name: str, *args: Any, countdown: float | None = None
     job stays queued and the reaper sends it again."""
 
     def send() -> None:
+        if _already_pending(task_name, args):
+            return
         try:
             current_app.send_task(task_name, args=list(args), countdown=countdown)
         except Exception:  # broker down: nothing is lost, the reaper retries
             log.exception("could not send %s%s; the reaper will send it again", task_name, tuple(args))
+            if task_name in COALESCED_TASKS:  # nothing waits: the next change must send again
+                task_starting(_Named(task_name), args)
 
     transaction.on_commit(send)
 

@@ -3,11 +3,13 @@
 from datetime import timedelta
 
 import pytest
+from celery import current_app
+from celery.signals import task_prerun
 from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.models import TestSet as StoredTestSet
-from core.jobs import ColumnState, Job, JobStatus, JsonPartState, send_after_commit, stopped
+from core.jobs import COALESCED_TASKS, ColumnState, Job, JobStatus, JsonPartState, _Named, send_after_commit, stopped
 from submissions.intake import submit_predictions
 from submissions.models import Status, Submission
 from submissions.runs import claim_and_score
@@ -101,3 +103,26 @@ def test_a_task_is_sent_only_when_the_transaction_commits(django_capture_on_comm
 def test_stopped_counts_in_words():
     assert stopped(1) == "stopped 1 time without finishing (worker lost or timed out)"
     assert stopped(3).startswith("stopped 3 times")
+
+
+def test_repeated_board_rebuilds_coalesce_until_the_waiting_one_starts(monkeypatch, django_capture_on_commit_callbacks):
+    """A rebuild still waiting reads the boards' latest generation when it runs: sending it again
+    with the same tasks sends nothing, until it starts (Celery's task_prerun)."""
+    task = "leaderboards.tasks.rebuild_boards"
+    assert task in COALESCED_TASKS
+    sent = []
+    monkeypatch.setattr(current_app, "send_task", lambda name, args, countdown=None: sent.append((name, args)))
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(5):
+            send_after_commit(task, [1, 2])
+        send_after_commit(task, [3])  # other boards: their own message
+        send_after_commit("benchmark.tasks.discover_cues", 7)
+        send_after_commit("benchmark.tasks.discover_cues", 7)  # not coalesced: each is sent
+    assert sent == [(task, [[1, 2]]), (task, [[3]]), ("benchmark.tasks.discover_cues", [7]),
+                    ("benchmark.tasks.discover_cues", [7])]
+    rebuild = _Named(task)  # the registered task as task_prerun passes it: only its name is read
+    task_prerun.send(sender=rebuild, task_id="x", task=rebuild, args=([1, 2],))
+    with django_capture_on_commit_callbacks(execute=True):
+        send_after_commit(task, [1, 2])  # a change after the rebuild started: sent again
+        send_after_commit(task, [1, 2])
+    assert sent[4:] == [(task, [[1, 2]])]
