@@ -13,7 +13,17 @@ from django.http import HttpRequest
 from core.jobs import JobStatus
 
 from . import quackie_tracks
-from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, SkillVariant, Task, TestSet, Track
+from .models import (
+    Benchmark,
+    HostedModel,
+    InterpretationSet,
+    Phase,
+    ReportedResult,
+    SkillVariant,
+    Task,
+    TestSet,
+    Track,
+)
 
 
 @admin.register(Benchmark)
@@ -60,14 +70,24 @@ class ReportedResultInline(admin.StackedInline):
         return super().get_formset(request, obj, **kwargs)
 
 
+class PhaseInline(admin.TabularInline):
+    """A task's phases (docs/phases.md): times in UTC."""
+
+    model = Phase
+    extra = 0
+    fields = ["name", "starts_at", "ends_at", "daily_quota", "total_quota", "live_board", "private_share",
+              "split_seed", "closed_at"]
+    readonly_fields = ["closed_at"]
+
+
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "benchmark", "kind", "language", "visibility", "ranking_rule",
+    list_display = ["slug", "name", "benchmark", "kind", "language", "visibility", "inputs", "ranking_rule",
                     "accepts_submissions", "daily_quota"]
-    list_filter = ["benchmark", "kind", "language", "visibility", "ranking_rule"]
+    list_filter = ["benchmark", "kind", "language", "visibility", "inputs", "ranking_rule"]
     list_select_related = ["benchmark"]
     search_fields = ["slug", "name"]
-    inlines = [ReportedResultInline]
+    inlines = [ReportedResultInline, PhaseInline]
 
 
 @admin.register(TestSet)

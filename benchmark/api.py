@@ -5,7 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +16,7 @@ from . import kinds
 from .models import Benchmark, SkillVariant, Task, TaskQuerySet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
-from .views import inputs_answer
+from .views import INPUTS_HIDDEN, inputs_answer
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -29,6 +29,12 @@ class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
 PUBLIC_INPUTS = OpenApiResponse(OpenApiTypes.OBJECT, description="the test set's inputs in the dataset's own "
                                 "layout (ExpMRC, CheckList, a QUACKIE track): questions and contexts, never answers "
                                 "or evidence")
+
+
+class InputsHidden(PermissionDenied):
+    """The inputs of a task whose inputs are hidden (problem type ``inputs-hidden``)."""
+
+    problem_type = "inputs-hidden"
 
 
 def filter_tasks(tasks: TaskQuerySet, query: Any) -> TaskQuerySet:
@@ -48,7 +54,7 @@ def filter_tasks(tasks: TaskQuerySet, query: Any) -> TaskQuerySet:
     OpenApiParameter("benchmark", OpenApiTypes.STR, description="only tasks of this benchmark (its slug)"),
 ]))
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Task.objects.select_related("benchmark")
+    queryset = Task.objects.select_related("benchmark").prefetch_related("phases")
     serializer_class = TaskSerializer
     lookup_field = "slug"
     permission_classes = [AllowAny]
@@ -87,6 +93,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         test_set = task.current_test_set()  # without the inputs and the gold
         if test_set is None:
             raise NotFound(f"Task {task.slug} has no test set yet.")
+        if task.inputs_hidden:
+            raise InputsHidden(INPUTS_HIDDEN.format(slug=task.slug))
         # The renderer is part of the ETag: JSON and the browsable API are different bytes.
         return inputs_answer(request, task, test_set, request.accepted_renderer.format, Response)
 
@@ -102,6 +110,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     def skill_inputs(self, request: Request, slug: str | None = None, skill: str | None = None,
                      format: str | None = None) -> Response:
         task = self.get_object()
+        if task.inputs_hidden:
+            raise InputsHidden(INPUTS_HIDDEN.format(slug=task.slug))
         variant = SkillVariant.objects.filter(test_set=task.current_test_set(), skill=skill, status="ok").only(
             "public_inputs").first()
         if variant is None:

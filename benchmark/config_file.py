@@ -16,7 +16,7 @@ import difflib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,17 @@ from .importers import (
     import_multichoice_reference,
     read_expmrc_json,
 )
-from .models import Benchmark, InterpretationSet, RankingRule, ReportedResult, Task, TestSet, Visibility
+from .models import (
+    Benchmark,
+    InputsAccess,
+    InterpretationSet,
+    Phase,
+    RankingRule,
+    ReportedResult,
+    Task,
+    TestSet,
+    Visibility,
+)
 
 # ``data_root: "{shared_data}"`` in a file stands for the server's shared data folder
 # (EXPBENCH_SHARED_DATA, see docs/operations.md).
@@ -91,12 +101,20 @@ class ReportedEntry:
 
 
 @dataclass(frozen=True)
+class PhaseEntry:
+    place: Place
+    name: str
+    fields: dict[str, Any]  # the other Phase fields the file sets (starts_at and ends_at always)
+
+
+@dataclass(frozen=True)
 class TaskEntry:
     place: Place
     slug: str
     fields: dict[str, Any]  # the Task fields the file sets (name and kind always)
     test_sets: list[TestSetEntry]
     reported: list[ReportedEntry]
+    phases: list[PhaseEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -218,6 +236,23 @@ def _count_or_null(value: Any) -> int | None:
     return None if value is None else _count(value)
 
 
+MODEL_BUDGET_KEYS = ("cpu_seconds", "memory_mb", "wall_seconds")
+
+
+def _model_budget(value: Any) -> dict[str, int]:
+    """``{cpu_seconds, memory_mb, wall_seconds}``, each a positive whole number (any may be left
+    out: the site default)."""
+    if not isinstance(value, dict):
+        raise _Problem(f"expected a mapping of {', '.join(MODEL_BUDGET_KEYS)}, got {_kind_of(value)}")
+    unknown = sorted(set(value) - set(MODEL_BUDGET_KEYS))
+    if unknown:
+        raise _Problem(f"unknown key {unknown[0]!r}; the budget has {', '.join(MODEL_BUDGET_KEYS)}")
+    for key, number in value.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise _Problem(f"{key}: expected a whole number of at least 1, got {number!r}")
+    return dict(value)
+
+
 def _url(value: Any) -> str:
     text = _text(ReportedResult, "url")(value)
     if text:
@@ -237,6 +272,27 @@ def _date(value: Any) -> date | None:
         except ValueError:
             pass
     raise _Problem(f"expected a date like 2022-01-31, got {_kind_of(value)}")
+
+
+def _utc_datetime(value: Any) -> datetime:
+    """A moment in UTC: ``2026-12-01T00:00:00Z`` (a time zone is required, so that no reader
+    guesses which one was meant)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC)
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None:
+            return moment.astimezone(UTC)
+    raise _Problem(f"expected a moment with its time zone, like 2026-12-01T00:00:00Z, got {_kind_of(value)}")
+
+
+def _share(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise _Problem(f"expected a share from 0 to below 1 (0.5: half the items private), got {_kind_of(value)}")
+    return float(value)
 
 
 def _scores(value: Any) -> dict[str, float]:
@@ -266,8 +322,14 @@ TASK_FIELDS = {"slug": (_slug(Task), True), "name": (_text(Task, "name"), True),
                "description": (_text(), False), "order": (_count, False),
                "visibility": (_choice(Visibility.values), False),
                "ranking_rule": (_choice(RankingRule.values), False),
-               "accepts_submissions": (_boolean, False), "daily_quota": (_count_or_null, False)}
-TASK_KEYS = {**TASK_FIELDS, "test_sets": (_list, False), "reported": (_list, False)}
+               "accepts_submissions": (_boolean, False), "daily_quota": (_count_or_null, False),
+               "inputs": (_choice(InputsAccess.values), False), "model_max_bytes": (_count_or_null, False),
+               "model_budget": (_model_budget, False)}
+TASK_KEYS = {**TASK_FIELDS, "test_sets": (_list, False), "reported": (_list, False), "phases": (_list, False)}
+PHASE_FIELDS = {"name": (_text(Phase, "name"), True), "starts_at": (_utc_datetime, True),
+                "ends_at": (_utc_datetime, True), "daily_quota": (_count_or_null, False),
+                "total_quota": (_count_or_null, False), "live_board": (_boolean, False),
+                "private_share": (_share, False), "split_seed": (_count, False)}
 TEST_SET_KEYS = {"path": (_text(), True), "importer": (_choice(lambda: importer_names()), True),
                  "split": (_choice([k for k, _ in TestSet.SPLIT_CHOICES]), False),
                  "version": (_version(TestSet), True), "change_note": (_text(), False),
@@ -440,10 +502,24 @@ class _Reader:
         self.unique([(r.place, (r.kind, r.method)) for r in reported], "method", "reported row")
         if checked is None:
             return None
+        if checked.get("inputs") == InputsAccess.HIDDEN and kind and not kinds.get(kind).takes_models:
+            self.problem(f"{where}.inputs", f"{kind} tasks take no model submissions, so their inputs cannot be "
+                                            "hidden (docs/model_submissions.md)")
         reported = [replace(r, fields={"order": position, **r.fields}) for position, r in enumerate(reported)]
+        phases = self.entries(value, "phases", where, self.phase)
+        self.unique([(p.place, p.name) for p in phases], "name", "phase")
         return TaskEntry(place=self.place(where), slug=checked["slug"],
                          fields={k: v for k, v in checked.items() if k in TASK_FIELDS},
-                         test_sets=test_sets, reported=reported)
+                         test_sets=test_sets, reported=reported, phases=phases)
+
+    def phase(self, value: Any, where: str) -> PhaseEntry | None:
+        checked = self.mapping(value, where, PHASE_FIELDS)
+        if checked is None:
+            return None
+        if checked["ends_at"] <= checked["starts_at"]:
+            self.problem(f"{where}.ends_at", "a phase must end after it starts")
+        name = checked.pop("name")
+        return PhaseEntry(place=self.place(where), name=name, fields=checked)
 
     def test_set(self, value: Any, where: str, kind: str | None) -> TestSetEntry | None:
         checked = self.mapping(value, where, TEST_SET_KEYS)
@@ -635,6 +711,9 @@ def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path 
                                            row.fields)
         rows[row_status].append(f"{row.method}: {', '.join(row_changed)}" if row_changed else row.method)
         report.add(f"reported row {entry.slug} / {row.method}", row_status, quiet=True)
+    for phase in entry.phases:
+        _, phase_status, phase_changed = _sync(Phase, {"task": task, "name": phase.name}, phase.fields)
+        report.add(f"phase {entry.slug} / {phase.name}", phase_status, ", ".join(phase_changed))
     if entry.reported:
         counts = ", ".join(f"{len(names)} {status}" for status, names in rows.items() if names)
         updates = f"; updated {'; '.join(rows['updated'])}" if rows["updated"] else ""
@@ -742,7 +821,9 @@ def declared_structure(config: BenchmarkFile) -> list[dict[str, Any]]:
                         "test_sets": [{"file": Path(s.path).name, "split": s.split, "version": s.version,
                                        "change_note": s.change_note or ""} for s in t.test_sets],
                         "reported": [{**defaults(ReportedResult, list(REPORTED_FIELDS)), **r.fields,
-                                      "kind": r.kind, "method": r.method} for r in t.reported]}
+                                      "kind": r.kind, "method": r.method} for r in t.reported],
+                        "phases": [{**defaults(Phase, list(PHASE_FIELDS)), **p.fields, "name": p.name}
+                                   for p in t.phases]}
                        for t in b.tasks]}
             for b in config.benchmarks]
 
@@ -761,6 +842,8 @@ def dump(config: BenchmarkFile) -> list[dict[str, Any]]:
                           "test_sets": [{"file": s["source_name"], "split": s["split"], "version": s["version"],
                                          "change_note": s["change_note"]} for s in sets],
                           "reported": [{name: getattr(row, name) for name in REPORTED_FIELDS}
-                                       for row in task.reported_results.order_by("order", "pk")]})
+                                       for row in task.reported_results.order_by("order", "pk")],
+                          "phases": [{name: getattr(phase, name) for name in PHASE_FIELDS}
+                                     for phase in task.phases.order_by("starts_at", "pk")]})
         result.append({**{name: getattr(benchmark, name) for name in BENCHMARK_FIELDS}, "tasks": tasks})
     return result

@@ -14,7 +14,7 @@ from django.db import transaction
 from scoring.metrics import checklist
 
 from . import config_file, quackie_tracks, skill_sets
-from .importers import schedule_dataset_diagnostics
+from .importers import import_expmrc, schedule_dataset_diagnostics
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet
 
 DEMO_FILE = Path(settings.BASE_DIR) / "benchmarks" / "demo.yaml"
@@ -43,13 +43,31 @@ def load_demo(data_dir: str | Path | None = None, log: Callable[[str], None] = p
     demo = config_file.read(DEMO_FILE)
     whole = expmrc_dir.resolve() == expmrc_data_dir().resolve()
     if not whole:
-        demo = demo.only({"expmrc"}, data_dirs={"expmrc": expmrc_dir})
+        demo = demo.only(set(EXPMRC_BENCHMARKS), data_dirs={slug: expmrc_dir for slug in EXPMRC_BENCHMARKS})
     report = config_file.apply(demo, data_root=settings.SHARED_DATA_DIR, log=log)
+    add_hidden_inputs_sample(log)
     requeue_unfinished_jobs(report.test_sets, log)
     if whole:
         add_checklist_reference_row(Path(settings.SHARED_DATA_DIR) / "skills", log)
         add_quackie_demo_track(report.interpretation_sets, log)
     return Benchmark.objects.get(slug="expmrc")
+
+
+EXPMRC_BENCHMARKS = ("expmrc", "expmrc-hidden")
+HIDDEN_INPUTS_TASK = "expmrc-squad-hidden"
+
+
+def add_hidden_inputs_sample(log: Callable[[str], None]) -> None:
+    """The public sample of the hidden-inputs task, which every model is smoke-run on before it
+    reaches the hidden inputs: the bundled SQuAD fixture (other questions than the hidden set's),
+    as the task's dev split."""
+    task = Task.objects.filter(slug=HIDDEN_INPUTS_TASK).first()
+    if task is None:
+        return
+    _, created = import_expmrc(fixture_dir() / "expmrc-squad-dev.json", task_slug=task.slug, split=TestSet.DEV,
+                               version="sample-1")
+    if created:
+        log(f"{task.slug}: public sample (dev split) for the smoke runs of model submissions")
 
 
 def requeue_unfinished_jobs(test_sets: list[tuple[TestSet, bool]], log: Callable[[str], None]) -> None:

@@ -1,8 +1,10 @@
 """What is measured: benchmarks, tasks (one leaderboard each), versioned hidden test sets and
 reported (human / paper) results."""
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, QuerySet
 from django.urls import reverse
@@ -42,6 +44,15 @@ class Visibility(models.TextChoices):
     def listed_for(cls, user: Any) -> list[str]:
         """The visibilities of the tasks lists show ``user``: never unlisted ones."""
         return [cls.PUBLIC, cls.HIDDEN] if getattr(user, "is_staff", False) else [cls.PUBLIC]
+
+
+class InputsAccess(models.TextChoices):
+    """Whether researchers may read a task's test inputs. Hidden inputs follow the rule of
+    ExpMRC, SQuAD and CMRC 2018: the test inputs are never released; researchers upload a
+    model that the server runs on them (docs/model_submissions.md)."""
+
+    PUBLIC = "public", "Public: researchers download the inputs and upload predictions"
+    HIDDEN = "hidden", "Hidden: researchers upload a model, run here on the inputs"
 
 
 class RankingRule(models.TextChoices):
@@ -89,6 +100,16 @@ class Task(models.Model):
         help_text="Which public entries rank: all, or one per system (same user and system name).",
     )
     accepts_submissions = models.BooleanField(default=True)
+    inputs = models.CharField(
+        max_length=10, choices=InputsAccess.choices, default=InputsAccess.PUBLIC,
+        help_text="Hidden: no page, API answer or export serves the test inputs; only model submissions are "
+                  "accepted, run on the server (docs/model_submissions.md).")
+    model_max_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Largest model bundle (bytes); empty = site default (MODEL_MAX_BYTES).")
+    model_budget = models.JSONField(
+        default=dict, blank=True,
+        help_text='What one model run may use: {"cpu_seconds": N, "memory_mb": N, "wall_seconds": N}; a key '
+                  "left out takes the site default.")
     daily_quota = models.PositiveIntegerField(
         null=True, blank=True, help_text="Submissions per user per UTC day; empty = site default."
     )
@@ -105,8 +126,29 @@ class Task(models.Model):
     def is_hidden(self) -> bool:
         return self.visibility == Visibility.HIDDEN
 
+    @property
+    def inputs_hidden(self) -> bool:
+        return self.inputs == InputsAccess.HIDDEN
+
+    @property
+    def upload_choices(self) -> list[tuple[str, str]]:
+        """(submission kind, label) of what researchers may upload: the kind's own uploads and a
+        model where the kind takes models; only a model when the inputs are hidden."""
+        definition = self.kind_definition
+        model = [kinds.MODEL_UPLOAD] if definition.takes_models else []
+        return model if self.inputs_hidden else [*definition.upload_kinds, *model]
+
+    @property
+    def submission_kinds(self) -> list[str]:
+        return [kind for kind, _ in self.upload_choices]
+
     def get_absolute_url(self) -> str:
         return reverse("task-leaderboard", args=[self.slug])
+
+    def clean(self) -> None:
+        if self.inputs_hidden and self.kind in kinds.names() and not self.kind_definition.takes_models:
+            raise ValidationError({"inputs": f"{self.kind_definition.label} tasks take no model submissions, so "
+                                             "their inputs cannot be hidden."})
 
     @property
     def kind_definition(self) -> kinds.TaskKind:
@@ -230,6 +272,62 @@ def boards_changed(task_ids: "Iterable[int | None]") -> None:
                                         ignore_conflicts=True)
     BoardGeneration.objects.filter(task_id__in=ids).update(generation=F("generation") + 1, changed_at=now)
     send_after_commit(REBUILD_BOARDS_TASK, ids)
+
+
+class PhaseQuerySet(QuerySet):
+    def open_at(self, when: datetime) -> "PhaseQuerySet":
+        return self.filter(starts_at__lte=when, ends_at__gt=when)
+
+
+class Phase(models.Model):
+    """A window in which a task takes submissions (docs/phases.md): a task with phases takes
+    uploads only while one is open, with the phase's quotas. A phase whose board is not live
+    keeps its entries off every board until its end; a phase with a private share ranks them on
+    the public part of the test set until its end, then on the private part (the reveal)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="phases")
+    name = models.CharField(max_length=100)
+    starts_at = models.DateTimeField(help_text="UTC")
+    ends_at = models.DateTimeField(help_text="UTC; uploads are refused from this moment on")
+    daily_quota = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="Submissions per user (or team) per UTC day in this phase; "
+                                                        "empty = the task's.")
+    total_quota = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="Submissions per user (or team) over the whole phase; "
+                                                        "empty = no limit.")
+    live_board = models.BooleanField(default=True, help_text="Off: the phase's entries appear on boards only "
+                                                             "once it has ended.")
+    private_share = models.FloatField(default=0.0, help_text="Share of the test items kept private (0 = no split): "
+                                                             "ranked on the public part until the end, then revealed.")
+    split_seed = models.PositiveIntegerField(default=0, help_text="Seed of the public/private split.")
+    # Set once, by the worker that closes the phase after its end: its hidden entries join the
+    # boards and its private part is revealed (submissions.phases.close_ended_phases).
+    closed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = PhaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["task", "starts_at"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")),
+                                   name="phase_ends_after_start"),
+            models.CheckConstraint(condition=models.Q(private_share__gte=0.0, private_share__lt=1.0),
+                                   name="phase_private_share_in_range"),
+            models.UniqueConstraint(fields=["task", "name"], name="unique_phase_name"),
+        ]
+
+    def __str__(self):
+        return f"{self.task.slug} / {self.name}"
+
+    def is_open(self, when: datetime) -> bool:
+        return self.starts_at <= when < self.ends_at
+
+    def has_ended(self, when: datetime) -> bool:
+        return when >= self.ends_at
+
+    @property
+    def window(self) -> str:
+        return f"{self.starts_at:%Y-%m-%d %H:%M} – {self.ends_at:%Y-%m-%d %H:%M} UTC"
 
 
 class ReportedResult(models.Model):

@@ -1,6 +1,7 @@
+from django.utils import timezone
 from rest_framework import serializers
 
-from .models import Benchmark, Task
+from .models import Benchmark, InputsAccess, Phase, Task
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):
@@ -29,23 +30,48 @@ class TestSetSummarySerializer(serializers.Serializer):
     imported_at = serializers.DateTimeField()
 
 
+class PhaseSerializer(serializers.ModelSerializer):
+    open = serializers.SerializerMethodField(help_text="taking uploads now")
+    closed = serializers.SerializerMethodField(help_text="ended and closed: its entries are on the boards and its "
+                                                         "private part (if any) revealed")
+
+    class Meta:
+        model = Phase
+        fields = ["name", "starts_at", "ends_at", "open", "closed", "daily_quota", "total_quota", "live_board",
+                  "private_share"]
+
+    def get_open(self, phase: Phase) -> bool:
+        return phase.is_open(timezone.now())
+
+    def get_closed(self, phase: Phase) -> bool:
+        return phase.closed_at is not None
+
+
 class TaskSerializer(serializers.ModelSerializer):
     benchmark: "serializers.SlugRelatedField[Benchmark]" = serializers.SlugRelatedField(read_only=True,
                                                                                        slug_field="slug")
     metrics = serializers.SerializerMethodField()
     primary_metric = serializers.CharField(read_only=True)
     test_set = serializers.SerializerMethodField()
+    inputs = serializers.CharField(read_only=True, help_text="public: the inputs can be downloaded and predictions "
+                                   "uploaded; hidden: only models are accepted, run on the server")
+    submission_kinds = serializers.SerializerMethodField(help_text="what the task accepts as kind= on upload")
+    phases = PhaseSerializer(many=True, read_only=True, help_text="windows of submission (UTC); none: always open")
 
     class Meta:
         model = Task
         fields = [
             "slug", "name", "benchmark", "kind", "language", "description",
-            "metrics", "primary_metric", "accepts_submissions", "visibility", "ranking_rule", "test_set",
+            "metrics", "primary_metric", "accepts_submissions", "visibility", "ranking_rule", "test_set", "inputs",
+            "submission_kinds", "phases",
         ]
         read_only_fields = fields
 
     def get_metrics(self, task: Task) -> list[dict]:
         return [{"key": key, "label": label} for key, label in task.metric_columns]
+
+    def get_submission_kinds(self, task: Task) -> list[str]:
+        return task.submission_kinds
 
     def get_test_set(self, task: Task) -> dict | None:
         test_set = task.current_test_set()
@@ -78,4 +104,12 @@ class TaskSettingsSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Task
-        fields = ["visibility", "ranking_rule", "accepts_submissions", "daily_quota"]
+        fields = ["visibility", "ranking_rule", "accepts_submissions", "daily_quota", "inputs"]
+
+    def validate(self, data: dict) -> dict:
+        task = self.instance
+        if (data.get("inputs") == InputsAccess.HIDDEN and task is not None
+                and not task.kind_definition.takes_models):
+            raise serializers.ValidationError({"inputs": f"{task.kind_definition.label} tasks take no model "
+                                                         "submissions, so their inputs cannot be hidden"})
+        return data

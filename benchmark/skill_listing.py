@@ -20,7 +20,8 @@ def skill_listing(task: Task, request: HttpRequest | Request | None = None) -> d
     for skill, meta in SKILLS.items():
         variant = variants.get(skill)
         url = None
-        if variant is not None and variant.status == "ok":
+        # A task whose inputs are hidden never serves them, nor their reconstructed versions.
+        if variant is not None and variant.status == "ok" and not task.inputs_hidden:
             url = reverse("api-task-skill-inputs", kwargs={"slug": task.slug, "skill": skill})
             url = request.build_absolute_uri(url) if request else url
         rows.append({

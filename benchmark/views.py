@@ -14,6 +14,9 @@ from core.conditional import strong_etag, unchanged, with_validators
 
 from .models import Task, TestSet
 
+INPUTS_HIDDEN = ("The test inputs of {slug} are hidden: they are never served. Upload a model (kind=model), "
+                 "which runs on them on the server; see docs/model_submissions.md.")
+
 
 def inputs_etag(test_set: TestSet, representation: str) -> str:
     """Strong: the inputs of a test set row are written once, with the version and the checksum
@@ -45,6 +48,8 @@ def task_inputs_download(request: HttpRequest, slug: str) -> HttpResponse:
     test_set = task.current_test_set()  # without the inputs and the gold
     if test_set is None:
         return JsonResponse({"error": f"Task {task.slug} has no test set yet."}, status=404)
+    if task.inputs_hidden:
+        return JsonResponse({"error": INPUTS_HIDDEN.format(slug=task.slug)}, status=403)
 
     def download(inputs: Any) -> HttpResponse:
         response = JsonResponse(inputs, json_dumps_params={"ensure_ascii": False})

@@ -51,6 +51,10 @@ class TimeLimits:
         elif name == "submissions.tasks.run_code_submission":
             # The sandbox stops the code after SANDBOX_TOTAL_SECONDS; then the run is scored.
             hard = settings.SANDBOX_TOTAL_SECONDS + settings.SCORING_TIME_LIMIT
+        elif name == "submissions.tasks.run_model_submission":
+            # Two runs (smoke, then the test inputs), each stopped by the sandbox at its wall
+            # budget (at most MODEL_MAX_WALL_SECONDS), then the predictions are scored.
+            hard = 2 * settings.MODEL_MAX_WALL_SECONDS + settings.SCORING_TIME_LIMIT
         else:  # diagnostics, cue discovery, skill sets, inclusion flags, and any task added later
             hard = settings.BACKGROUND_TIME_LIMIT
         return {"time_limit": hard, "soft_time_limit": soft_limit(hard)}
@@ -66,9 +70,11 @@ app.conf.update(
         "submissions.tasks.score_submission": {"queue": "scoring"},
         "submissions.tasks.compute_diagnostics": {"queue": "maintenance"},
         "submissions.tasks.run_code_submission": {"queue": "sandbox"},
+        "submissions.tasks.run_model_submission": {"queue": "sandbox"},
         "submissions.tasks.run_track_baselines": {"queue": "models"},
         "benchmark.tasks.compute_track_inclusion": {"queue": "models"},
         "submissions.tasks.purge_uploads": {"queue": "maintenance"},
+        "submissions.tasks.close_ended_phases": {"queue": "maintenance"},
         "benchmark.tasks.*": {"queue": "maintenance"},
         "leaderboards.tasks.*": {"queue": "maintenance"},
         **{name: {"queue": "reaper"} for name in REAPERS},
@@ -99,6 +105,12 @@ app.conf.update(
         "purge-uploads": {
             "task": "submissions.tasks.purge_uploads",
             "schedule": float(os.environ.get("PURGE_UPLOADS_INTERVAL_SECONDS", 3600)),
+        },
+        # Phases (docs/phases.md): a phase that has ended is closed within a minute: its hidden
+        # entries join the boards and its private part is revealed.
+        "close-ended-phases": {
+            "task": "submissions.tasks.close_ended_phases",
+            "schedule": 60.0,
         },
     },
 )

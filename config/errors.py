@@ -57,6 +57,15 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
         "Submission refused",
         "The task or the server cannot take this submission now (the task is closed, has no test "
         "set yet, or code submissions are disabled); nothing was stored."),
+    "inputs-hidden": (
+        "The task's inputs are hidden",
+        "The task's test inputs are never released: prediction files cannot be made for it and its inputs are "
+        "not served. Upload a model instead (kind=model, docs/model_submissions.md): it runs on the hidden "
+        "inputs on the server."),
+    "outside-phase": (
+        "No phase is open",
+        "The task takes submissions only while one of its phases is open; `detail` lists the phases' "
+        "windows in UTC."),
     "conflict": (
         "Not possible in the current state",
         "The action does not fit the resource's current state, e.g. cancelling a submission "

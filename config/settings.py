@@ -453,3 +453,17 @@ EXPBENCH_MODELS_DIR = Path(os.environ.get("EXPBENCH_MODELS_DIR", VAR_DIR / "mode
 
 # Where demo data lives (the ExpMRC dev sets play the hidden test sets).
 SHARED_DATA_DIR = Path(os.environ.get("EXPBENCH_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
+
+# Model submissions (docs/model_submissions.md): the largest bundle a task accepts when it names
+# none (streamed to storage, never held in memory), and what one run may use when the task's
+# ``model_budget`` leaves a key out. A model submission runs twice: a smoke run on the task's
+# public sample (dev split), then the run on the hidden inputs.
+MODEL_MAX_BYTES = env_int("MODEL_MAX_BYTES", 2 * 2**30)
+MODEL_CPU_SECONDS = env_int("MODEL_CPU_SECONDS", 3600)
+MODEL_MEMORY_MB = env_int("MODEL_MEMORY_MB", 4096)
+MODEL_WALL_SECONDS = env_int("MODEL_WALL_SECONDS", 1800)
+# No task's budget may ask for more wall-clock time per run (the worker's time limit follows it).
+MODEL_MAX_WALL_SECONDS = env_int("MODEL_MAX_WALL_SECONDS", 4 * 3600)
+# A sandbox worker on a machine with a GPU: its device nodes are passed into the sandbox and
+# predict is told to use it (EXPBENCH_DEVICE=cuda). Off: everything runs on the CPU.
+SANDBOX_GPU = env_bool("SANDBOX_GPU", False)

@@ -8,10 +8,12 @@ from django.core.cache import cache
 
 from benchmark.models import Benchmark, RankingRule, ReportedResult, Task
 from scoring.stats import significance_tiers
-from submissions.models import BASELINES_USERNAME, Status, Submission
+from submissions.models import Status, Submission
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
 from submissions.selectors import item_scores_of, public_scored_submissions
+
+from .rows import BoardEntry
 
 
 def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
@@ -19,58 +21,14 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
     pinned: list[dict[str, Any]] = []
     ranked: list[dict[str, Any]] = []
     for reported in task.reported_results.all():
-        row = {
-            "rank": None,
-            "method": reported.method,
-            "team": reported.team,
-            "date": reported.date.isoformat() if reported.date else None,
-            "url": reported.url,
-            "scores": reported.scores,
-            "ci": None,
-            "reported": True,
-            "kind": reported.kind,
-            "source": reported.source,
-            "note": reported.note,
-            "submission_id": None,
-            "fails": None,
-            "no_snr": None,
-            "unranked_reason": "",
-            "baseline": reported.kind == ReportedResult.BASELINE,
-            "system": reported.method,
-            "verified": False,
-            "stale": False,
-            "rescoring": False,
-        }
+        row = BoardEntry.reported_row(reported).as_dict()
         (pinned if reported.kind == ReportedResult.HUMAN else ranked).append(row)
 
     test_set = task.current_test_set()
     entries = list(public_scored_submissions(task, test_set))
     for sub in one_per_system(task, entries):
-        ranked.append(
-            {
-                "rank": None,
-                "method": sub.method_name,
-                "team": sub.team,
-                "date": sub.finished_at.date().isoformat() if sub.finished_at else None,
-                "url": sub.url,
-                "scores": sub.scores,
-                "ci": sub.ci,
-                "reported": False,
-                "kind": "submission",
-                "source": "",
-                "note": "",
-                "submission_id": sub.pk,
-                "fails": (sub.details or {}).get("quackie", {}).get("fails"),
-                "no_snr": (sub.details or {}).get("quackie", {}).get("no_snr"),
-                "unranked_reason": unranked_reason(task, sub.details or {}),
-                "baseline": sub.user.username == BASELINES_USERNAME,
-                "system": sub.system,
-                "verified": sub.verified_at is not None,
-                # Scored by an older scorer than the task's now: shown, marked, until re-scored.
-                "stale": sub.kind in RESCORABLE_KINDS and sub.scorer_version != current_scorer_version(task, sub.kind),
-                "rescoring": sub.status != Status.SCORED,
-            }
-        )
+        stale = sub.kind in RESCORABLE_KINDS and sub.scorer_version != current_scorer_version(task, sub.kind)
+        ranked.append(BoardEntry.submission_row(task, sub, stale=stale).as_dict())
     # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first. An entry
     # whose primary metric is undefined (a QUACKIE file where every sample failed), or a QUACKIE
     # run that failed on most samples, is listed last with its reason, without a rank or a tier.

@@ -49,6 +49,7 @@ def csv_response(filename: str, header: list[str], rows: Iterable[list[object]])
 
 
 TIER_COLUMNS = ["tier", "p_vs_above", "p_vs_leader", "p_adjusted"]
+DECLARATION_COLUMNS = ["dev_set_use", "external_data", "code_url", "paper_url"]
 
 
 def task_csv_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterable[list[object]]:
@@ -62,7 +63,8 @@ def task_csv_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterable[list[o
                + [csv_number((ci.get(k) or (None, None))[1]) for k in keys]
                + ["" if row.get("tier") is None else row["tier"]]
                + [csv_p(row.get(column)) for column in TIER_COLUMNS[1:]]
-               + [csv_text(row["source"]), csv_text(row["url"])])
+               + [csv_text(row["source"]), csv_text(row["url"])]
+               + [csv_text(row.get(name) or "") for name in DECLARATION_COLUMNS])
 
 
 def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
@@ -71,7 +73,7 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
     keys = [key for key, _ in task.metric_columns]
     header = (["rank", "method", "team", "date", "reported", "kind"] + keys + [f"{k}_ci_low" for k in keys]
-              + [f"{k}_ci_high" for k in keys] + TIER_COLUMNS + ["source", "url"])
+              + [f"{k}_ci_high" for k in keys] + TIER_COLUMNS + ["source", "url"] + DECLARATION_COLUMNS)
     return csv_response(f"{task.slug}-leaderboard.csv", header, task_csv_rows(task, all_rows(task_board(task))))
 
 

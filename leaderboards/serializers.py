@@ -34,6 +34,13 @@ class LeaderboardRowSerializer(serializers.Serializer):
                                      help_text="scored by an older scorer version than the task's; to be re-scored")
     rescoring = serializers.BooleanField(required=False,
                                          help_text="being re-scored now; the scores shown are its previous ones")
+    dev_set_use = serializers.CharField(required=False, help_text="declared use of the task's dev set for training: "
+                                        "none, part or whole (part or whole: marked with * on the board)")
+    external_data = serializers.CharField(required=False, allow_blank=True,
+                                          help_text="declared external human-annotated data (empty: none)")
+    code_url = serializers.CharField(required=False, allow_blank=True)
+    paper_url = serializers.CharField(required=False, allow_blank=True)
+    phase = serializers.CharField(required=False, allow_blank=True, help_text="the phase of the upload, if any")
 
 
 class LeaderboardSerializer(serializers.Serializer):

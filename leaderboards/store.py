@@ -32,6 +32,7 @@ from submissions.scorers import current_scorer_version
 from .boards import benchmark_average_rows, board_summary, entries_awaiting_rescore, leaderboard_rows
 from .models import BoardRow, BoardSnapshot
 from .ordering import sort_keys
+from .rows import ROW_SHAPE
 from .serializers import AverageRowSerializer, LeaderboardRowSerializer
 
 #: How long a computation holds its lock if its process dies before releasing it.
@@ -80,7 +81,8 @@ def task_stamp(task: Task, generation: int) -> str:
             versions.append(current_scorer_version(task, kind))
         except LookupError:  # a task without a scorer (published numbers only)
             versions.append("")
-    return f"{generation}/" + ",".join(versions)
+    # The row's shape: a release that adds or renames a column makes every stored board stale.
+    return f"{generation}/{ROW_SHAPE}/" + ",".join(versions)
 
 
 # -- computing ------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def refusal(exc: intake.SubmissionRefused) -> Problem:
         retry_after = max(1, math.ceil((exc.quota["resets_at"] - timezone.now()).total_seconds()))
         return Problem(exc.status_code, exc.message, "quota-exceeded", dict(QuotaSerializer(exc.quota).data),
                        wait=retry_after)
-    kind = "conflict" if exc.status_code == 409 else "submission-refused"
+    kind = exc.problem_type or ("conflict" if exc.status_code == 409 else "submission-refused")
     return Problem(exc.status_code, exc.message, kind)
 
 
@@ -88,10 +88,12 @@ def task_submissions(request: Request, slug: str) -> Response:
     form = SubmissionCreateSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
-        fields = {k: v for k, v in form.validated_data.items() if k != "file"}
+        declared = Submission.DECLARATION_FIELDS
+        fields = {k: v for k, v in form.validated_data.items() if k != "file" and k not in declared}
         if fields.get("public") is None:  # not sent: the account's preference (private by default)
             fields["public"] = profile_of(request.user).default_public
-        submission = intake.submit(user=request.user, task=task, uploaded_file=form.validated_data["file"], **fields)
+        submission = intake.submit(user=request.user, task=task, uploaded_file=form.validated_data["file"],
+                                   declarations={k: form.validated_data[k] for k in declared}, **fields)
     except intake.SubmissionRefused as exc:
         raise refusal(exc) from None
     if submission.status == Status.REJECTED:

@@ -7,7 +7,7 @@ from django.db import transaction
 from accounts.models import profile_of
 from benchmark.models import Task
 
-from .models import NameChange, Status, Submission
+from .models import DevSetUse, NameChange, Status, Submission
 
 
 class PredictionUploadForm(forms.Form):
@@ -23,10 +23,18 @@ class PredictionUploadForm(forms.Form):
     method_name = forms.CharField(max_length=120, help_text="System name shown on the leaderboard.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
     url = forms.URLField(required=False, label="Paper or code URL", assume_scheme="https")
+    # Declarations (ExpMRC's submission policy): shown on the entry, the board, the API and exports.
+    dev_set_use = forms.ChoiceField(choices=DevSetUse.choices, initial=DevSetUse.NONE, required=False,
+                                    label="Dev set used for training",
+                                    help_text="Part or whole marks the row on the board.")
+    external_data = forms.CharField(max_length=300, required=False, label="External human-annotated data",
+                                    help_text="Name it; empty: none.")
+    code_url = forms.URLField(required=False, label="Code URL", assume_scheme="https")
+    paper_url = forms.URLField(required=False, label="Paper URL", assume_scheme="https")
 
     def __init__(self, *args: Any, task: Task | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        upload_kinds = task.kind_definition.upload_kinds if task is not None else ()
+        upload_kinds = task.upload_choices if task is not None else []
         if task is not None:
             self.fields["file"].help_text = task.kind_definition.file_help
         if len(upload_kinds) > 1:

@@ -21,13 +21,14 @@ from django.utils import timezone
 from benchmark.models import TestSet, boards_changed
 from core.jobs import Heartbeat, Job, JobState, Stale, heartbeat_interval
 
-from . import storage
+from . import phases, storage
 from .models import LEGAL_TRANSITIONS, ErrorCategory, IllegalTransition, ScoreRecord, Status, Submission
 from .notifications import notify_run_finished
 
 log = logging.getLogger(__name__)
 
-TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission"}
+TASK_FOR_KIND = {Submission.CODE: "submissions.tasks.run_code_submission",
+                 Submission.MODEL: "submissions.tasks.run_model_submission"}
 DEFAULT_TASK = "submissions.tasks.score_submission"
 
 
@@ -88,7 +89,7 @@ def mark_queued(submission: Submission, **fields: Any) -> bool:
 
 
 #: The kinds whose runs take turns between users (the sandbox queue: a run can take an hour).
-FAIR_SHARE_KINDS = frozenset({Submission.CODE})
+FAIR_SHARE_KINDS = frozenset({Submission.CODE, Submission.MODEL})
 #: How long a run that gave way to another user's waits before its message comes again.
 FAIR_SHARE_RETRY_SECONDS = 5.0
 
@@ -193,10 +194,13 @@ def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores:
     now = timezone.now()
     # A re-score keeps the entry's date (when it was first scored); its history has the new one.
     when = {"finished_at": submission.finished_at} if is_rescore(submission) else {}
+    # An entry of a phase whose private part is not revealed yet stores its public part's score.
+    scores, ci, item_scores, held = phases.hold_private_part(submission, scores, ci, item_scores)
     with transaction.atomic():
         finished = _finish(submission, Status.SCORED, scores=scores, ci=ci, item_scores=item_scores, total=total,
                            unanswered=unanswered, scorer_version=scorer_version, details=details or {},
-                           test_set=test_set, rescore_test_set=None, error_category="", error_message="", **when)
+                           test_set=test_set, rescore_test_set=None, error_category="", error_message="",
+                           held_item_scores=held, **when)
         if finished:
             ScoreRecord.objects.create(
                 submission=submission, test_set=test_set, test_set_version=test_set.version,

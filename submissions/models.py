@@ -55,6 +55,8 @@ class ErrorCategory(models.TextChoices):
     TEST_SET_GONE = "test_set_gone", "Test set withdrawn"
     CODE_FAILED = "code_failed", "Interpreter code failed"
     SCORING_TIME = "scoring_time", "Scoring time limit"
+    SMOKE_FAILED = "smoke_failed", "Model failed on the public sample"
+    MODEL_FAILED = "model_failed", "Model failed on the hidden inputs"
 
 
 # Failures caused by the platform, not by the researcher: they are refunded (not counted
@@ -71,6 +73,12 @@ ERROR_HELP: dict[str, str] = {
     ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
     ErrorCategory.SCORING_TIME: "Your file took longer to score than the limit for one file. It counts against "
     "your quota. Send short predictions (spans of the passage) and upload again.",
+    ErrorCategory.SMOKE_FAILED: "Your model failed its smoke run on the task's public sample (its full log is on "
+    "this page). It never reached the hidden inputs and does not count against your quota. Fix it and submit "
+    "again; `python -m scoring run-model BUNDLE INPUTS.json` reproduces the run on your machine.",
+    ErrorCategory.MODEL_FAILED: "Your model failed on the hidden inputs. Only the category is shown: its output "
+    "could quote the hidden inputs. It counts against your quota. Reproduce it on the public sample with "
+    "`python -m scoring run-model`.",
     ErrorCategory.CODE_FAILED: "Your interpreter could not run to the end in the sandbox (see the message: import "
     "error, crash, memory or time limit, output flood, or a malformed message on the sandbox's protocol channel). "
     "It counts against your quota. Fix it and submit again.",
@@ -95,15 +103,30 @@ def submission_upload_path(instance: "Submission", filename: str) -> str:
     return f"submissions/{instance.task_id}/{uuid.uuid4().hex}{suffix if suffix in UPLOAD_SUFFIXES else '.bin'}"
 
 
+class DevSetUse(models.TextChoices):
+    """Whether the system was trained on the task's dev set (ExpMRC's submission policy: allowed,
+    but declared, and marked on the board)."""
+
+    NONE = "none", "Not used for training"
+    PART = "part", "Part of the dev set used for training"
+    WHOLE = "whole", "The whole dev set used for training"
+
+
 class Submission(models.Model):
-    PREDICTIONS, SKILLS, CODE = "predictions", "skills", "code"
+    PREDICTIONS, SKILLS, CODE, MODEL = "predictions", "skills", "code", "model"
     KIND_CHOICES = [(PREDICTIONS, "Prediction file"), (SKILLS, "Skill predictions (original + reconstructed sets)"),
-                    (CODE, "Interpreter code (run in the sandbox)")]
+                    (CODE, "Interpreter code (run in the sandbox)"),
+                    (MODEL, "Model (predict.py in a .zip), run in the sandbox on the test inputs")]
+    # What the submitter declares with an upload (shown on the entry, the board, the API and exports).
+    DECLARATION_FIELDS = ("dev_set_use", "external_data", "code_url", "paper_url")
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
     task = models.ForeignKey("benchmark.Task", on_delete=models.PROTECT, related_name="submissions")
     test_set = models.ForeignKey("benchmark.TestSet", on_delete=models.PROTECT, related_name="submissions")
     kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=PREDICTIONS)
+    # The phase the upload was made in (tasks with phases only, docs/phases.md).
+    phase = models.ForeignKey("benchmark.Phase", on_delete=models.PROTECT, null=True, blank=True,
+                              related_name="submissions")
 
     method_name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
@@ -112,6 +135,17 @@ class Submission(models.Model):
     # Entries of one system share this name (empty: the method name is the system). The average
     # board and the one-per-system ranking rule group entries by (user, system).
     system_name = models.CharField(max_length=120, blank=True)
+
+    # Declarations at upload (ExpMRC's submission policy).
+    dev_set_use = models.CharField(max_length=5, choices=DevSetUse.choices, default=DevSetUse.NONE,
+                                   help_text="Was the task's dev set used to train the system?")
+    external_data = models.CharField(max_length=300, blank=True,
+                                     help_text="External human-annotated data used, named (empty: none).")
+    code_url = models.URLField(blank=True)
+    paper_url = models.URLField(blank=True)
+    # A model run's own log (the smoke run on the public sample): for the owner only, never for
+    # the hidden run (whose output could carry test inputs).
+    run_log = models.TextField(blank=True)
 
     # Curation by maintainers: a flagged entry leaves the board and its page says why (the reason
     # is public); a verified entry carries a mark on the board.
@@ -146,6 +180,10 @@ class Submission(models.Model):
     unanswered = models.PositiveIntegerField(default=0)
     # Per-question results: used for CIs and diagnostics, never shown for hidden splits.
     item_scores = models.JSONField(default=list, blank=True)
+    # An entry of a phase with a private part, before the phase ends: its rows over the whole
+    # test set, held back (item_scores, scores and ci then cover the public part only). Never
+    # serialised; revealed when the phase is closed (``phases.reveal``).
+    held_item_scores = models.JSONField(null=True, blank=True)
     # Kind-specific aggregate breakdowns stored with the score: per-skill gaps of a skill
     # submission, per-test failure rates of a CheckList submission.
     details = models.JSONField(default=dict, blank=True)

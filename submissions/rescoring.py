@@ -27,7 +27,7 @@ from .models import ScoreRecord, Status, Submission
 from .scorers import current_scorer_version
 
 # Skill submissions are re-scored when their skill sets are rebuilt (``runs.rescore_stale_skill_entries``).
-RESCORABLE_KINDS = (Submission.PREDICTIONS, Submission.CODE)
+RESCORABLE_KINDS = (Submission.PREDICTIONS, Submission.CODE, Submission.MODEL)
 IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
 
 

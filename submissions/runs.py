@@ -53,7 +53,8 @@ def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:
         return lifecycle.fail_run(
             submission, ErrorCategory.SCORER_ERROR, "The scorer failed on this file; the maintainers have been told."
         )
-    if finished and submission.status == Status.SCORED and submission.task.kind_definition.has_entry_diagnostics:
+    if (finished and submission.status == Status.SCORED and submission.task.kind_definition.has_entry_diagnostics
+            and submission.held_item_scores is None):  # a held private part: diagnostics after the reveal
         diagnostics.schedule(submission)
     return finished
 

@@ -7,7 +7,7 @@ work the same for every kind.
 """
 from typing import Any, Protocol
 
-from benchmark.kinds import CODE, PREDICTIONS, SKILLS, ScoredRun, TaskKind
+from benchmark.kinds import CODE, MODEL, PREDICTIONS, SKILLS, ScoredRun, TaskKind
 from benchmark.models import SkillVariant, Task, TestSet
 from scoring.analysis import skills
 from scoring.metrics import expmrc
@@ -145,8 +145,9 @@ def scorer_for(task: Task, kind: str = PREDICTIONS) -> Scorer:
     return KindScorer(definition)
 
 
-# Interpreter code: the sandbox runner's protocol version, then the score file's scorer.
+# Interpreter code and models: the sandbox runner's protocol version, then the file's scorer.
 CODE_RUNNER_VERSION = "sandbox-1"
+MODEL_RUNNER_VERSION = "model-1"
 
 
 def current_scorer_version(task: Task, kind: str = PREDICTIONS) -> str:
@@ -154,4 +155,6 @@ def current_scorer_version(task: Task, kind: str = PREDICTIONS) -> str:
     is stale until re-scored (``submissions.rescoring``)."""
     if kind == CODE:
         return f"{CODE_RUNNER_VERSION}/{scorer_for(task).version}"
+    if kind == MODEL:
+        return f"{MODEL_RUNNER_VERSION}/{scorer_for(task).version}"
     return scorer_for(task, kind).version

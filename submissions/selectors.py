@@ -10,7 +10,8 @@ from .models import Status, Submission
 
 
 def public_scored_submissions(task: Task, test_set: TestSet | None,
-                              kinds: Iterable[str] = (Submission.PREDICTIONS, Submission.CODE)) -> QuerySet[Submission]:
+                              kinds: Iterable[str] = (Submission.PREDICTIONS, Submission.CODE, Submission.MODEL),
+                              ) -> QuerySet[Submission]:
     """Public scored entries of a task's test set, oldest first, except flagged ones. Prediction
     files and code runs rank on the leaderboard; skill submissions have their own board. An entry
     being re-scored keeps its place with the score it has until the new one is stored."""
@@ -21,7 +22,9 @@ def public_scored_submissions(task: Task, test_set: TestSet | None,
         Submission.objects.filter(Q(status=Status.SCORED) | being_rescored, task=task, test_set=test_set, public=True,
                                   kind__in=kinds, flag_reason="")
         .exclude(scores={})
-        .select_related("user__profile")
+        # A phase whose board is not live keeps its entries off the boards until it is closed.
+        .exclude(phase__live_board=False, phase__closed_at__isnull=True)
+        .select_related("user__profile", "phase")
         .defer("item_scores")
         .order_by("finished_at", "pk")
     )

@@ -5,18 +5,27 @@ from rest_framework import serializers
 from benchmark.models import Task
 
 from .forms import EDITABLE_FIELDS, save_entry_edit
-from .models import Submission
+from .models import DevSetUse, Submission
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True, use_url=False)
     kind = serializers.ChoiceField(
-        choices=[Submission.PREDICTIONS, Submission.SKILLS, Submission.CODE], default=Submission.PREDICTIONS,
+        choices=[Submission.PREDICTIONS, Submission.SKILLS, Submission.CODE, Submission.MODEL],
+        default=Submission.PREDICTIONS,
         help_text="skills: {\"original\": {...}, \"s1\": {...}} for span tasks; code: an interpreter "
-                  "(.py or .zip) for QUACKIE tracks, run in the sandbox")
+                  "(.py or .zip) for QUACKIE tracks, run in the sandbox; model: a .zip whose root holds predict.py, "
+                  "run in the sandbox on the test inputs (the only kind a task with hidden inputs takes)")
     method_name = serializers.CharField(max_length=120)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     url = serializers.URLField(required=False, allow_blank=True, default="")
+    dev_set_use = serializers.ChoiceField(choices=DevSetUse.choices, default=DevSetUse.NONE,
+                                          help_text="was the task's dev set used to train the system: none, part, "
+                                                    "whole (part or whole marks the row on the board)")
+    external_data = serializers.CharField(required=False, allow_blank=True, default="", max_length=300,
+                                          help_text="external human-annotated data used, named (empty: none)")
+    code_url = serializers.URLField(required=False, allow_blank=True, default="")
+    paper_url = serializers.URLField(required=False, allow_blank=True, default="")
     # Omitted (null): the account's preference, private unless changed in the account settings.
     public = serializers.BooleanField(required=False, allow_null=True, default=None,
                                       help_text="show on the public leaderboard once scored; default: the "
@@ -37,7 +46,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         # Never item_scores: per-question results of hidden splits stay on the server.
         fields = [
             "id", "task", "test_set_version", "kind", "method_name", "system_name", "team", "description", "url",
-            "public",
+            "public", "dev_set_use", "external_data", "code_url", "paper_url",
             "status", "stalled", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered",
             "attempts",
             "scorer_version",
@@ -50,6 +59,9 @@ class SubmissionSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         user = getattr(request, "user", None)
         owner = user is not None and (user.pk == instance.user_id or user.is_staff)
+        if owner:
+            # The smoke run's log (public sample only): the owner's to read.
+            data["run_log"] = instance.run_log
         sandbox = (data.get("details") or {}).get("sandbox")
         if not owner and isinstance(sandbox, dict) and "first_failures" in sandbox:
             # Tracebacks of the submitter's own code: theirs (and the maintainers') to read only.
@@ -70,6 +82,9 @@ class QuotaSerializer(serializers.Serializer):
     used = serializers.IntegerField()
     remaining = serializers.IntegerField()
     resets_at = serializers.DateTimeField()
+    phase = serializers.CharField(required=False, help_text="the open phase, if the task has phases")
+    phase_limit = serializers.IntegerField(required=False, help_text="submissions allowed in the whole phase")
+    phase_used = serializers.IntegerField(required=False)
 
 
 class DiagnosticsAnswerSerializer(serializers.Serializer):

@@ -4,7 +4,7 @@ import os
 
 from celery import shared_task
 
-from . import baseline_runs, code_runs, diagnostics, lifecycle, runs, storage
+from . import baseline_runs, code_runs, diagnostics, lifecycle, model_runs, phases, runs, storage
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +20,11 @@ def score_submission(submission_id: int) -> str:
 @shared_task(name="submissions.tasks.run_code_submission", acks_late=True, reject_on_worker_lost=True)
 def run_code_submission(submission_id: int) -> str:
     return code_runs.claim_and_run(submission_id)
+
+
+@shared_task(name="submissions.tasks.run_model_submission", acks_late=True, reject_on_worker_lost=True)
+def run_model_submission(submission_id: int) -> str:
+    return model_runs.claim_and_run(submission_id)
 
 
 @shared_task(name="submissions.tasks.compute_diagnostics", acks_late=True, reject_on_worker_lost=True)
@@ -39,6 +44,12 @@ def purge_uploads() -> str:
     report = storage.purge_rejected_files()
     log.info("purge_uploads: deleted %s", report)
     return str(report)
+
+
+@shared_task(name="submissions.tasks.close_ended_phases")
+def close_ended_phases() -> dict[str, int]:
+    # Sent by beat every minute (config/celery.py); closing is idempotent.
+    return phases.close_ended_phases()
 
 
 @shared_task(name="submissions.tasks.reap_stuck_submissions")

@@ -15,9 +15,9 @@ from benchmark.models import Task
 from core.jobs import WAITING
 from scoring.analysis.features import EXTRACTOR_METHODS
 
-from . import diagnostics, intake, rescoring
+from . import diagnostics, intake, model_runs, rescoring
 from .forms import EntryEditForm, PredictionUploadForm, system_names_of
-from .models import Status, Submission
+from .models import DevSetUse, Status, Submission
 
 
 @login_required
@@ -33,7 +33,7 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 submission = intake.submit(
                     user=request.user, task=task, uploaded_file=data["file"], method_name=data["method_name"],
                     description=data["description"], url=data["url"], public=data["public"],
-                    kind=data.get("kind") or Submission.PREDICTIONS,
+                    kind=data.get("kind") or task.submission_kinds[0], declarations=declarations_of(data),
                 )
             except intake.SubmissionRefused as exc:
                 form.add_error(None, exc.message)
@@ -54,10 +54,20 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "letters": spec.get("option_letters", "ABCD"), "labels": spec.get("labels", []),
         # The interpreter contract of a QUACKIE track (docs/sandbox.md): the model and the run's limits.
         "code_max_bytes": settings.CODE_MAX_BYTES,
+        # The model contract (docs/model_submissions.md): the bundle limit and the run's budget.
+        "model_max_bytes": intake.model_max_bytes(task),
+        "model_budget": model_runs.model_budget(task),
         "sandbox_limits": {"per_sample_seconds": f"{settings.SANDBOX_SAMPLE_SECONDS:g}",
                            "total_minutes": f"{settings.SANDBOX_TOTAL_SECONDS / 60:g}"},
         "track_model_kind": track_model_kind(task),
     }, status=status)
+
+
+def declarations_of(data: dict[str, Any]) -> dict[str, str]:
+    """The upload's declarations (``Submission.DECLARATION_FIELDS``) from a form's or serializer's data."""
+    declared = {name: data.get(name) or "" for name in Submission.DECLARATION_FIELDS}
+    declared["dev_set_use"] = declared["dev_set_use"] or DevSetUse.NONE  # not said: none
+    return declared
 
 
 def track_model_kind(task: Task) -> str:

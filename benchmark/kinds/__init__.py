@@ -3,13 +3,13 @@ declares). ``get(name)`` is how the rest of the product learns about a kind; a n
 module in this package and one line in ``KINDS``."""
 from collections.abc import Callable
 
-from .base import CODE, PREDICTIONS, SKILLS, ScoredRun, StoredSplit, TaskKind, Wording
+from .base import CODE, MODEL, MODEL_UPLOAD, PREDICTIONS, SKILLS, ScoredRun, StoredSplit, TaskKind, Wording
 from .checklist import ChecklistKind
 from .classification import ClassificationKind
 from .expmrc import MultichoiceKind, SpanKind
 from .interpretation import InterpretationKind
 
-__all__ = ["CODE", "PREDICTIONS", "SKILLS", "ScoredRun", "StoredSplit", "TaskKind", "Wording",
+__all__ = ["CODE", "MODEL", "MODEL_UPLOAD", "PREDICTIONS", "SKILLS", "ScoredRun", "StoredSplit", "TaskKind", "Wording",
            "choices", "get", "names", "register", "registered", "unregister"]
 
 # In the order forms and the admin list them.

@@ -15,6 +15,8 @@ Kinds hold no database state and import no model: they work on what a stored tes
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from scoring.model_bundles import examples
+
 
 class StoredSplit(Protocol):
     """What a kind reads of a stored test set (``benchmark.models.TestSet``)."""
@@ -53,7 +55,8 @@ TIER = ("Tier", "entries in one tier are not significantly worse than the tier's
 REPORTED = ("reported", "a number published by the dataset or method authors, not scored on this server: it has "
             "no per-item data, so no interval and no tier.")
 
-PREDICTIONS, SKILLS, CODE = "predictions", "skills", "code"
+PREDICTIONS, SKILLS, CODE, MODEL = "predictions", "skills", "code", "model"
+MODEL_UPLOAD = (MODEL, "A model (a .zip with predict.py), run here on the test inputs")
 
 
 class TaskKind:
@@ -97,6 +100,10 @@ class TaskKind:
     # rule a benchmark made only of kinds with the same source follows ("" = none).
     average_unit: ClassVar[str] = "subsets"
     average_source: ClassVar[str] = ""
+    # Model submissions (docs/model_submissions.md): the format of the examples a bundle's
+    # ``predict`` receives and of what it returns ("" = this kind takes no models).
+    model_format: ClassVar[str] = ""
+    model_example_fields: ClassVar[str] = ""  # the fields of one example, as the submit page shows them
 
     def __repr__(self) -> str:
         return f"<task kind {self.name}>"
@@ -137,6 +144,11 @@ class TaskKind:
         ``metric_columns`` (0-1), scores are on the official 0-100 scale."""
         raise NotImplementedError
 
+    def split_strata(self, gold: Any) -> list[str] | None:
+        """Per item (in score-row order), the stratum a public/private split keeps its share in
+        (None: no strata)."""
+        return None
+
     # ICQ (only kinds with an ``icq_format``).
     def icq_instances(self, gold: Any) -> list:
         raise NotImplementedError(f"{self.name} tasks have no ICQ instances")
@@ -145,7 +157,14 @@ class TaskKind:
         """Parsed predictions as the labels ICQ compares with its cues."""
         raise NotImplementedError(f"{self.name} tasks have no ICQ labels")
 
-    # Hidden inputs: the flat records a submitted model's ``predict`` receives (None: this
-    # kind takes no model submissions).
-    def model_examples(self, public_inputs: Any) -> list[dict[str, Any]] | None:
-        return None
+    # Hidden inputs: the flat records a submitted model's ``predict`` receives, read from a
+    # test set's stored public inputs (scoring.model_bundles.examples).
+    def model_examples(self, public_inputs: Any) -> list[dict[str, Any]]:
+        if not self.model_format:
+            raise LookupError(f"{self.label} tasks take no model submissions")
+        return examples.model_examples(public_inputs, self.model_format)
+
+    @property
+    def takes_models(self) -> bool:
+        """Whether a model bundle can be run for this kind (and so its inputs can be hidden)."""
+        return bool(self.model_format)

@@ -4,6 +4,7 @@ from typing import Any
 
 from scoring.analysis import icq
 from scoring.metrics import classification
+from scoring.model_bundles import examples
 
 from .base import CI_BAR, REPORTED, TIER, ScoredRun, StoredSplit, TaskKind, Wording
 
@@ -11,6 +12,8 @@ from .base import CI_BAR, REPORTED, TIER, ScoredRun, StoredSplit, TaskKind, Word
 class ClassificationKind(TaskKind):
     name = "classification"
     label = "Classification"
+    model_format = examples.CLASSIFICATION
+    model_example_fields = '{"id", "premise", "hypothesis", "labels"}'
     metric_columns = (("accuracy", "Accuracy"),)
     scorer_version = "classification-1"
     importer = "classification"
@@ -35,6 +38,9 @@ class ClassificationKind(TaskKind):
         result = classification.score_predictions(split.gold["rows"], predictions)
         return ScoredRun(scores={"accuracy": result.accuracy}, item_rows=[[v] for v in result.per_item],
                          total=result.total, unanswered=result.unanswered)
+
+    def split_strata(self, gold: Any) -> list[str] | None:
+        return [str(row["label"]) for row in gold["rows"]]  # each label keeps the private share
 
     def icq_instances(self, gold: Any) -> list:
         return icq.load_instances(gold["rows"], icq.CLASSIFICATION)

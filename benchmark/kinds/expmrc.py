@@ -5,6 +5,7 @@ from typing import Any, ClassVar
 
 from scoring.analysis import icq
 from scoring.metrics import expmrc
+from scoring.model_bundles import examples
 
 from .base import CI_BAR, PREDICTIONS, REPORTED, SKILLS, TIER, ScoredRun, StoredSplit, TaskKind, Wording
 
@@ -45,6 +46,8 @@ EXPMRC_RANKING = ("Ranked by Overall F1, highest first; equal scores share a ran
 class SpanKind(ExpmrcKind):
     name = "span"
     label = "Span extraction"
+    model_format = examples.SPAN
+    model_example_fields = '{"id", "question", "context"}'
     answer_metric = "answer_f1"
     answer_label = "Answer F1"
     span_diagnostics = True
@@ -72,6 +75,8 @@ class SpanKind(ExpmrcKind):
 class MultichoiceKind(ExpmrcKind):
     name = "multichoice"
     label = "Multiple choice"
+    model_format = examples.MULTICHOICE
+    model_example_fields = '{"id", "question", "article", "options"}'
     answer_metric = "answer_acc"
     answer_label = "Answer Acc"
     icq_format = icq.MULTICHOICE

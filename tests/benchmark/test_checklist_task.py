@@ -9,7 +9,6 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from benchmark.importers import import_checklist
-from benchmark.models import Task
 from submissions.tasks import score_submission
 from tests.factories import make_user, token_for, upload_file
 from tests.scoring.test_checklist import inv, mft

@@ -51,7 +51,7 @@ def test_the_demo_file_round_trips_through_the_database():
     # The four ExpMRC fixtures (and the interpretation set built from SQuAD's); C3's reference split,
     # the CheckList suite and the QUACKIE boards come with the shared data only and are skipped.
     assert [s.task.slug for s, created in report.test_sets if created] == [
-        "expmrc-squad", "expmrc-cmrc2018", "expmrc-race", "expmrc-c3"]
+        "expmrc-squad", "expmrc-cmrc2018", "expmrc-race", "expmrc-c3", "expmrc-squad-hidden"]
     assert report.count("skipped") == 3
     root = config_file.data_root_of(demo, FIXTURE_ROOT)
 
@@ -80,7 +80,8 @@ def test_the_demo_file_round_trips_through_the_database():
             rows = task.get("reported", [])
             assert [{k: row[k] for k in declared} for declared, row in zip(rows, stored_task["reported"])] == rows
             n_rows += len(rows)
-    assert n_rows == ReportedResult.objects.count() == 2 * 9 + 2 * 7  # ExpMRC Table 3: human + baselines
+    # ExpMRC Table 3: human + baselines; the human row of the hidden-inputs task.
+    assert n_rows == ReportedResult.objects.count() == 2 * 9 + 2 * 7 + 1
 
 
 def test_loading_the_demo_twice_changes_nothing():
@@ -90,14 +91,14 @@ def test_loading_the_demo_twice_changes_nothing():
     call_command("load_benchmark", str(DEMO_FILE), "--data-root", str(FIXTURE_ROOT), stdout=out)
     assert database_state() == before
     text = out.getvalue()
-    assert "0 created, 0 updated" in text and "0 imported, 5 already present" in text, text
+    assert "0 created, 0 updated" in text and "0 imported, 6 already present" in text, text
     assert "reported rows of expmrc-squad: 9 unchanged" in text
 
 
 def test_a_dry_run_writes_nothing_and_says_what_would_change():
     out = io.StringIO()
     call_command("load_benchmark", str(DEMO_FILE), "--data-root", str(FIXTURE_ROOT), "--dry-run", stdout=out)
-    assert "would be: " in out.getvalue() and "5 imported" in out.getvalue()
+    assert "would be: " in out.getvalue() and "6 imported" in out.getvalue()
     assert "task expmrc-squad: created" in out.getvalue()
     assert Benchmark.objects.count() == Task.objects.count() == StoredTestSet.objects.count() == 0
 

@@ -248,9 +248,12 @@ def test_load_demo_is_idempotent_with_the_bundled_fixtures():
     assert demo_counts() == first
     assert "already present" in out.getvalue()
     n_tasks, n_sets, n_reported, sets = first
-    assert n_tasks == 4 and n_sets == 4
-    # Human + 8 baselines for the span sets, human + 6 for the multi-choice sets (paper Table 3).
-    assert n_reported == 2 * 9 + 2 * 7
+    # The four ExpMRC subsets, and the hidden-inputs SQuAD task with its test split and public sample.
+    assert n_tasks == 5 and n_sets == 6
+    assert Task.objects.get(slug="expmrc-squad-hidden").inputs_hidden
+    # Human + 8 baselines for the span sets, human + 6 for the multi-choice sets (paper Table 3),
+    # the human row of the hidden-inputs task.
+    assert n_reported == 2 * 9 + 2 * 7 + 1
     assert all(is_current for *_, is_current in sets)
 
 
@@ -279,7 +282,7 @@ def test_load_demo_falls_back_to_the_fixtures_when_the_data_dir_is_missing(tmp_p
     out = io.StringIO()
     call_command("load_demo", "--data-dir", str(tmp_path / "absent"), stdout=out)
     assert "bundled fixtures" in out.getvalue()
-    assert HiddenSet.objects.count() == 4
+    assert HiddenSet.objects.count() == 6  # four subsets; the hidden-inputs task's test split and sample
 
 
 def test_load_demo_survives_a_change_of_data_source(tmp_path):

@@ -79,11 +79,15 @@ def test_reported_rows_are_edited_one_number_per_score_column(admin_client):
     form = {key: value for key, value in (
         ("slug", task.slug), ("name", task.name), ("benchmark", task.benchmark_id), ("kind", task.kind),
         ("language", task.language), ("order", task.order), ("accepts_submissions", "on"),
-        ("visibility", task.visibility), ("ranking_rule", task.ranking_rule),
+        ("visibility", task.visibility), ("ranking_rule", task.ranking_rule), ("inputs", task.inputs),
+        ("model_budget", "{}"),
     )}
     rows = list(task.reported_results.all())
     form.update({f"{prefix}-TOTAL_FORMS": len(rows) + 1, f"{prefix}-INITIAL_FORMS": len(rows),
                  f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000})
+    # The task's phases are an inline too (none here).
+    form.update({"phases-TOTAL_FORMS": 0, "phases-INITIAL_FORMS": 0, "phases-MIN_NUM_FORMS": 0,
+                 "phases-MAX_NUM_FORMS": 1000})
     for i, row in enumerate(rows):
         form.update({f"{prefix}-{i}-id": row.pk, f"{prefix}-{i}-task": task.pk, f"{prefix}-{i}-kind": row.kind,
                      f"{prefix}-{i}-method": row.method, f"{prefix}-{i}-team": row.team,

@@ -11,10 +11,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.test import Client
 from django.utils import timezone
 
+from benchmark.kinds.expmrc import ExpmrcKind
 from scoring.metrics import expmrc
 from submissions import intake, lifecycle, runs
 from submissions.models import ErrorCategory, Status, Submission
-from benchmark.kinds.expmrc import ExpmrcKind
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
 
 
