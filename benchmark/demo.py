@@ -1,4 +1,4 @@
-"""The demo benchmarks: benchmarks/demo.yaml (the ExpMRC tasks with their dev sets as hidden test
+"""The demo benchmarks: benchmark_files/demo.yaml (the ExpMRC tasks with their dev sets as hidden test
 sets and the paper's reported rows, CheckList SQuAD, the published QUACKIE boards and an
 interpretation set) loaded like any benchmark file (benchmark/config_file.py), plus what a file
 cannot declare: rows computed from released predictions, the demo QUACKIE track once its
@@ -17,7 +17,7 @@ from . import config_file, quackie_tracks, skill_sets
 from .importers import import_expmrc, schedule_dataset_diagnostics
 from .models import Benchmark, HostedModel, InterpretationSet, ReportedResult, Task, TestSet
 
-DEMO_FILE = Path(settings.BASE_DIR) / "benchmarks" / "demo.yaml"
+DEMO_FILE = Path(settings.BASE_DIR) / "benchmark_files" / "demo.yaml"
 
 
 def expmrc_data_dir() -> Path:
@@ -30,7 +30,7 @@ def fixture_dir() -> Path:
 
 @transaction.atomic
 def load_demo(data_dir: str | Path | None = None, log: Callable[[str], None] = print) -> Benchmark:
-    """Load benchmarks/demo.yaml from the shared data folder; safe to run any number of times.
+    """Load benchmark_files/demo.yaml from the shared data folder; safe to run any number of times.
 
     ``data_dir`` is a folder with the ExpMRC dev files to use instead of the shared ones: then only
     the ExpMRC part of the demo is loaded (the CheckList and QUACKIE parts come with the shared data

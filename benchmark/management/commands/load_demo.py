@@ -7,7 +7,7 @@ from benchmark.demo import load_demo
 
 
 class Command(BaseCommand):
-    help = ("Load the demo benchmarks (benchmarks/demo.yaml: ExpMRC dev sets as hidden test sets, CheckList, "
+    help = ("Load the demo benchmarks (benchmark_files/demo.yaml: ExpMRC dev sets as hidden test sets, CheckList, "
             "QUACKIE) and the demo's background jobs; idempotent.")
 
     def add_arguments(self, parser: CommandParser) -> None:
