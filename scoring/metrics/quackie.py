@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -50,7 +49,6 @@ from scoring.strict_json import (
 )
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
-EXIT_INVALID_INPUT = 2
 K = 1  # the leaderboard's top-k; the official code only ever uses k = 1
 
 OFFICIAL_KEYS = ("IoU", "HPD", "SNR")
@@ -471,9 +469,8 @@ def parse_scores(raw: bytes | str, sample_ids: Iterable[str], *,
     return parsed
 
 
-# --------------------------------------------------------------------------- command line
-
-USAGE = "usage: python -m scoring quackie GOLD.json SCORES.json [--max-bytes N]"
+# --------------------------------------------------------------------------- files in, one line out
+# ``python -m scoring quackie`` (scoring/cli.py) reads its arguments and calls run and summary_line.
 
 
 class InvalidQuackieInput(ValueError):
@@ -510,25 +507,6 @@ def _read_gold(path: str) -> dict[str, dict]:
         raise _CliError(f"invalid gold file {path}: {exc}") from None
 
 
-def _parse_args(argv: Sequence[str]) -> tuple[str, str, int]:
-    positional, max_bytes, args = [], DEFAULT_MAX_BYTES, list(argv)
-    while args:
-        arg = args.pop(0)
-        if arg == "--max-bytes" or arg.startswith("--max-bytes="):
-            value = arg.partition("=")[2] if "=" in arg else (args.pop(0) if args else "")
-            try:
-                max_bytes = int(value)
-            except ValueError:
-                raise _CliError(f"--max-bytes needs an integer, got {show(value)}; {USAGE}") from None
-        elif arg.startswith("-") and arg != "-":
-            raise _CliError(f"unknown option {show(arg)}; {USAGE}")
-        else:
-            positional.append(arg)
-    if len(positional) != 2:
-        raise _CliError(f"expected 2 files, got {len(positional)}; {USAGE}")
-    return positional[0], positional[1], max_bytes
-
-
 def run(gold_path: str, scores_path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     """Read, validate and score two files; :class:`InvalidQuackieInput` (one line) on invalid input."""
     try:
@@ -552,20 +530,3 @@ def summary_line(result: Mapping) -> str:
     fields = {key: None if isinstance(value, float) and not math.isfinite(value) else value
               for key, value in summary(result).items()}
     return json.dumps(fields, allow_nan=False)
-
-
-def cli_main(argv: Sequence[str]) -> int:
-    """``python -m scoring quackie GOLD.json SCORES.json``: print one JSON line, exit 0; on
-    invalid input print one ``error: ...`` line on stderr and return 2."""
-    try:
-        gold_path, scores_path, max_bytes = _parse_args(argv)
-        result = run(gold_path, scores_path, max_bytes=max_bytes)
-    except (_CliError, InvalidQuackieInput) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INVALID_INPUT
-    print(summary_line(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(cli_main(sys.argv[1:]))

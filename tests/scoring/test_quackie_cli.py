@@ -1,5 +1,5 @@
-"""The QUACKIE command line (``scoring.metrics.quackie.cli_main``): one JSON line of fractions on stdout and
-exit 0, or one ``error: ...`` line on stderr and exit 2, never a traceback."""
+"""The QUACKIE command line (``python -m scoring quackie``, scoring/cli.py): one JSON line of fractions on
+stdout and exit 0, or one ``error: ...`` line on stderr and exit 2, never a traceback."""
 import json
 import subprocess
 import sys
@@ -7,22 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from scoring.metrics.quackie import cli_main
+from scoring.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = "tests/fixtures/quackie"
 GOLD, SCORES = f"{FIXTURES}/gold.json", f"{FIXTURES}/scores.json"
-RUNNER = "import sys; from scoring.metrics.quackie import cli_main; sys.exit(cli_main(sys.argv[1:]))"
 KEYS = ["IoU", "HPD", "SNR", "IoU_std", "HPD_std", "SNR_std", "fails", "no_snr", "n", "HPD_rank", "SNR_raw"]
 
 
 def run_process(*args):
-    return subprocess.run([sys.executable, "-c", RUNNER, *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return subprocess.run([sys.executable, "-m", "scoring", "quackie", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def run(capsys, *args):
-    code = cli_main([str(arg) for arg in args])
+    try:
+        code = main(["quackie", *map(str, args)])
+    except SystemExit as exit_:  # argparse refused the arguments
+        code = exit_.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -63,12 +65,11 @@ def test_subprocess_invalid_input_is_one_stderr_line_and_exit_2(tmp_path):
                              "expected a finite number\n")
 
 
-def test_module_entry_point():
-    result = subprocess.run([sys.executable, "-m", "scoring.metrics.quackie", GOLD], cwd=REPO,
-                            capture_output=True, text=True, timeout=60, check=False)
+def test_missing_file_argument_is_one_stderr_line_and_exit_2():
+    result = run_process(GOLD)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == "error: expected 2 files, got 1; usage: python -m scoring quackie GOLD.json SCORES.json " \
-                            "[--max-bytes N]\n"
+    assert result.stderr == ("error: python -m scoring quackie: the following arguments are required: SCORES.json "
+                             "(see python -m scoring quackie --help)\n")
 
 
 def test_in_process_output(capsys):
@@ -79,8 +80,8 @@ def test_in_process_output(capsys):
 
 
 def test_scoring_does_not_load_nltk():
-    result = subprocess.run([sys.executable, "-c", RUNNER.replace("sys.exit(", "code = (") +
-                             "; print('nltk' in sys.modules)", GOLD, SCORES],
+    runner = "import sys; from scoring.cli import main; main(['quackie', *sys.argv[1:]]); print('nltk' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", runner, GOLD, SCORES],
                             cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert result.stdout.splitlines()[-1] == "False"
 
@@ -176,12 +177,12 @@ def test_max_bytes_option(capsys):
     assert_one_line_error(capsys, [REPO / GOLD, REPO / SCORES, "--max-bytes", "10"], "over the limit of 10 bytes")
     code, _, _ = run(capsys, REPO / GOLD, REPO / SCORES, "--max-bytes=100000")
     assert code == 0
-    assert_one_line_error(capsys, [REPO / GOLD, REPO / SCORES, "--max-bytes", "ten"], "--max-bytes needs an integer")
+    assert_one_line_error(capsys, [REPO / GOLD, REPO / SCORES, "--max-bytes", "ten"], "--max-bytes: invalid int value")
 
 
 @pytest.mark.parametrize("args", [[], [GOLD], [GOLD, SCORES, SCORES], [GOLD, SCORES, "--verbose"]])
 def test_bad_arguments(capsys, args):
-    assert_one_line_error(capsys, args, "usage: python -m scoring quackie GOLD.json SCORES.json")
+    assert_one_line_error(capsys, args, "error: python -m scoring", "--help)")
 
 
 def test_registered_as_python_m_scoring_quackie(tmp_path):

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from scoring.metrics.quackie import cli_main, sample_metrics, score, summary, summary_line
+from scoring.cli import main
+from scoring.metrics.quackie import sample_metrics, score, summary, summary_line
 
 GT_FIRST = [[1, 0, 0]]
 
@@ -84,7 +85,7 @@ def test_cli_prints_strict_json_for_extreme_scores(tmp_path, capsys, scores, snr
     sentences = ["One.", "Two.", "Three."]
     gold = write(tmp_path / "gold.json", {key: {"sentences": sentences, "gt_candidates": GT_FIRST}
                                           for key in ("a", "b")})
-    code = cli_main([str(gold), str(write(tmp_path / "scores.json", scores))])
+    code = main(["quackie", str(gold), str(write(tmp_path / "scores.json", scores))])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     assert out.count("\n") == 1 and "Infinity" not in out and "NaN" not in out
