@@ -18,8 +18,8 @@ over both sets together. Default --repeat 3.
 
     .venv/bin/python perf/skills.py --audit [--dump DIR]
 
-prints instead, as one JSON document, the figures of issue 13 on the SQuAD dev set (the same
-command before and after a change of the build or of the scoring):
+prints instead, as one JSON document, the audit figures of the skill sets on the SQuAD dev set (the
+same command before and after a change of the build or of the scoring):
   constant_mask      answer F1 of the constant answer "[UNK] [UNK]" on the original and each variant;
   same_spans_masked  the skill gap of a system that returns the sample submission's spans carried
                      through each variant's perturbation (masked, substituted) exactly as the
@@ -29,8 +29,8 @@ command before and after a change of the build or of the scoring):
   s1_substitutions   how many tokens s1 replaces (``--dump DIR`` writes each one with its
                      sentence, and every this/that/these/those with whether s9 masks it, as JSON
                      lines, for a check with a POS tagger).
-Variants are scored with ``skills.score_variant`` when the package has it, else (before issue 13)
-with the ExpMRC scorer, as the server did.
+Variants are scored with ``skills.score_variant`` when the package has it, else (releases before
+the skills scorer) with the ExpMRC scorer, as the server then did.
 """
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def audit(gold, predictions, dump=None) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--audit", action="store_true", help="print the figures of issue 13 (SQuAD dev) instead")
+    parser.add_argument("--audit", action="store_true", help="print the audit figures (SQuAD dev) instead")
     parser.add_argument("--dump", metavar="DIR", help="with --audit: write s1's substitutions and every "
                         "demonstrative (masked by s9 or not) with its sentence to DIR/s1.jsonl, DIR/s9.jsonl")
     args = parser.parse_args()

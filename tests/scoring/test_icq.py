@@ -471,7 +471,7 @@ def test_end_to_end_c3_dev_against_pseudo_training_data():
         assert cue["cueness"] == pytest.approx(cue["mse"] / math.exp(cue["jsd"]))
         assert cue["prior"] == {"right": 0.25, "wrong": 0.75}  # every C3 question has four options
         assert cue["cue_label"] == ("right" if cue["reference_dist"]["right"] > 0.25 else "wrong")
-    # Issue 13: the published formula ranged 0.061-0.133 over its top 20, every one leaning
+    # The published formula ranged 0.061-0.133 over its top 20, every one leaning
     # "wrong" only because p(right) sits near 1/4. Against the prior the table is small numbers,
     # and it names right-cues as well (the comma, overlap with the passage).
     assert max(c["cueness"] for c in cues) < 0.03

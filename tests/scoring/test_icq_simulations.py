@@ -94,7 +94,7 @@ def test_cue_free_features_score_zero_against_the_prior_where_the_paper_gives_0_
     for cue in noise:
         assert cue["prior"] == {"right": 0.25, "wrong": 0.75}
         assert cue["cueness"] < 0.003  # ~0: the noise floor is about prior * (1 - prior) / rows
-        assert 0.04 < cue["cueness_published"] < 0.09  # ~(1/2 - 1/4)^2 = 0.0625: the bug of issue 13
+        assert 0.04 < cue["cueness_published"] < 0.09  # ~(1/2 - 1/4)^2 = 0.0625: the published formula ignores the prior
     assert np.mean([c["cueness"] for c in noise]) < 0.001
     assert np.mean([c["cueness_published"] for c in noise]) == pytest.approx(0.0625, abs=0.006)
     # A 75%-right cue: 0.25 against the prior, and as low as the noise in the published formula.
@@ -139,7 +139,7 @@ def test_a_cue_free_model_is_rarely_flagged():
     assert tested >= 600
     assert flagged / tested <= 0.02  # Holm over the cues of each board: ~0.002 in longer runs
     assert raw / tested <= 0.08  # the unadjusted exact test keeps its level (~0.035 in longer runs)
-    assert published / tested >= 0.15  # the paper's reading flags a quarter of them (issue 13)
+    assert published / tested >= 0.15  # the paper's reading flags a quarter of them
 
 
 def test_a_cue_free_classifier_with_a_label_bias_is_rarely_flagged():

@@ -1,4 +1,4 @@
-"""Simulations with a known truth for the skill variants and their scoring (issue 13): systems
+"""Simulations with a known truth for the skill variants and their scoring: systems
 whose skill gap is known in advance, scored with ``score_variant`` and ``skill_gaps`` as the server
 scores a skills submission. A synthetic gold whose passages carry every feature the skills
 perturb (adjectives, function words, comparatives, numbers, demonstrative and personal pronouns,

@@ -2,7 +2,7 @@
 
 Each test draws synthetic boards or samples from a fixed seed, so it gives the same figures on
 every run; the tolerances leave at least 3 binomial standard errors to the expected figure. The
-separation tests and the coverage test at n = 50 fail the procedures of before issue 13 (chained
+separation tests and the coverage test at n = 50 fail the earlier procedures (chained
 tiers, percentile bootstrap), computed beside. Run this file as a script for the same figures
 with more replications and the old procedures beside:
 
@@ -30,7 +30,7 @@ TEST_RESAMPLES = 1000
 def simulate_boards(accuracies, boards, seed, *, n=N_QUESTIONS, n_resamples=TEST_RESAMPLES, holm=False):
     """Per board: (new tier of each system, chained tier of each system, direct p of top vs
     bottom[, Holm tier of each system]), systems in their true order. The chained tiers (the
-    procedure before issue 13: a new tier whenever an entry is significantly worse than the
+    earlier procedure: a new tier whenever an entry is significantly worse than the
     entry just above) are rebuilt from ``p_vs_above``, which is that procedure's p-value."""
     rng = np.random.default_rng(seed)
     out = []
@@ -153,7 +153,7 @@ def coverage(n, accuracy, samples, seed, interval):
 
 
 def percentile_ci(values, n_resamples=1000, seed=0):
-    """The interval of before issue 13: quantiles 2.5% and 97.5% of the bootstrap means."""
+    """The earlier interval: quantiles 2.5% and 97.5% of the bootstrap means."""
     values = np.asarray(values)
     means = values[np.random.default_rng(seed).integers(0, values.size, (n_resamples, values.size))].mean(axis=1)
     return tuple(np.quantile(means, [0.025, 0.975]))
