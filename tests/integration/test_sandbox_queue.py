@@ -2,7 +2,8 @@
 beat, as scripts/run.sh starts them), with a 3 s lease so that the reaper acts within the test:
 a run whose import outlasts its lease keeps it (renewed by time, not per sample); a user's second
 run does not start before another user's first; a NUL character in a run's error messages is
-stored (on PostgreSQL where it is reachable, which refuses NUL in text) and charged to the sender."""
+stored (on PostgreSQL where it is reachable, which refuses NUL in text) and charged to the sender;
+a run in which every sample failed shows its owner the first failing sample's traceback."""
 import uuid
 
 import pytest
@@ -107,11 +108,31 @@ def test_a_users_second_run_does_not_start_before_another_users_first(stack):
 
 
 NUL_MESSAGE = 'raise ValueError("bad\\x00value")'
+# The first sample fails with a NUL in its message, the others are scored: the run is scored
+# and its first failure, kept for the owner in the details, holds the NUL.
+FIRST_FAILS = """global calls
+    calls = globals().get("calls", 0) + 1
+    if calls == 1:
+        raise ValueError("first\\x00sample")
+    return [float(len(s)) for s in sentences]"""
 
 
-def test_a_nul_in_every_samples_error_is_stored_and_charged_to_the_sender(stack):
+def test_a_nul_in_a_samples_error_is_stored_and_the_run_charged_to_its_sender(stack):
+    """On PostgreSQL (text and jsonb refuse NUL) storing such a run used to fail, and the run
+    was refunded as the platform's fault (scorer_error)."""
     token = stack.create_user("nul", "integration-pw-14")
-    pk = submit(stack, token, code(0, NUL_MESSAGE), "NUL")
+    pk = submit(stack, token, code(0, FIRST_FAILS), "NUL in one sample")
+    done = stack.wait_for(pk, token, timeout=300)
+    assert done["status"] == "scored", done
+    first = done["details"]["sandbox"]["first_failures"]["exception"]
+    assert "ValueError: first\ufffdsample" in first["detail"], first
+    status, quota = stack.request("GET", f"/api/v1/tasks/{SLUG}/quota/", token=token)
+    assert status == 200 and quota["used"] == 1, quota
+
+
+def test_a_run_whose_every_sample_fails_shows_its_owner_the_first_traceback(stack):
+    token = stack.create_user("allfail", "integration-pw-15")
+    pk = submit(stack, token, code(0, NUL_MESSAGE), "Every sample fails")
     failed = stack.wait_for(pk, token, timeout=300)
     assert failed["status"] == "failed", failed
     assert failed["error"]["category"] == "code_failed", failed  # the sender's fault, not scorer_error
