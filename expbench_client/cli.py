@@ -117,16 +117,21 @@ def build_parser(prog: str = "expbench") -> Parser:
     submit.add_argument("--kind", choices=["predictions", "skills", "code"],
                         help="predictions (default); skills: {original, s1, ...} for span tasks; "
                              "code: an interpreter .py/.zip for QUACKIE tracks (the default for .py and .zip files)")
-    submit.add_argument("--description", default="")
-    submit.add_argument("--link", default="", help="paper or code URL")
-    # Neither flag: the field is not sent and the server applies the account's setting ("Show new
-    # entries on the public leaderboard", off for new accounts), as the web upload form does.
-    visibility = submit.add_mutually_exclusive_group()
-    visibility.add_argument("--public", dest="public", action="store_const", const=True, default=None,
-                            help="show on the public leaderboard once scored")
-    visibility.add_argument("--private", dest="public", action="store_const", const=False,
-                            help="keep it off the public leaderboard")
+    add_entry_options(submit)
     add_wait(submit, "wait until scored, showing progress")
+
+    model = command("submit-model", "upload a model bundle, run on the server on the task's test inputs",
+                    epilog="the bundle: a .zip whose root holds predict.py defining predict(examples)\n"
+                           "(docs/model_submissions.md); up to the task's limit (2 GB unless the task\n"
+                           "says less), sent from disk as it is read, with its progress on a terminal.\n"
+                           "It runs first on the task's public sample: a failure there costs no quota\n"
+                           "and --wait prints that run's log. Debug it locally first with:\n"
+                           "  python -m scoring run-model BUNDLE.zip INPUTS.json")
+    model.add_argument("task", help="task slug (see the tasks command)")
+    model.add_argument("file", type=Path, metavar="bundle", help="the model bundle (.zip)")
+    model.add_argument("--method", required=True, help="system name shown on the leaderboard")
+    add_entry_options(model)
+    add_wait(model, "wait until scored, showing progress (a model runs twice: public sample, then test set)")
 
     listing = command("list", "list your submissions")
     listing.add_argument("--task", help="only this task")
@@ -151,6 +156,27 @@ def build_parser(prog: str = "expbench") -> Parser:
                        help="direction of --sort (default: the key's natural one, scores best first)")
     command("quota", "your submissions left today on a task (UTC day)").add_argument("task")
     return parser
+
+
+def add_entry_options(parser: argparse.ArgumentParser) -> None:
+    """What an upload says about its entry: description, link, visibility and the declarations
+    shown with it on its page, the board and the exports."""
+    parser.add_argument("--description", default="")
+    parser.add_argument("--link", default="", help="paper or code URL")
+    # Neither flag: the field is not sent and the server applies the account's setting ("Show new
+    # entries on the public leaderboard", off for new accounts), as the web upload form does.
+    visibility = parser.add_mutually_exclusive_group()
+    visibility.add_argument("--public", dest="public", action="store_const", const=True, default=None,
+                            help="show on the public leaderboard once scored")
+    visibility.add_argument("--private", dest="public", action="store_const", const=False,
+                            help="keep it off the public leaderboard")
+    declared = parser.add_argument_group("declarations", "shown with the entry (default: nothing declared)")
+    declared.add_argument("--dev-set-use", choices=["none", "part", "whole"],
+                          help="was the task's dev set used to train the system (part or whole marks the row)")
+    declared.add_argument("--external-data", default="", metavar="TEXT",
+                          help="external human-annotated data used, named")
+    declared.add_argument("--code-url", default="", metavar="URL", help="where the system's code is")
+    declared.add_argument("--paper-url", default="", metavar="URL", help="the paper describing the system")
 
 
 def add_wait(parser: argparse.ArgumentParser, summary: str) -> None:

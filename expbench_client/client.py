@@ -9,14 +9,15 @@ last page, unless the call asks for one page with ``limit`` or ``offset``; a tas
 that cannot be reached raises, as :class:`ServerUnreachable`, and a board or a list that keeps
 changing while its pages are read, as :class:`BoardChanged` or :class:`ListChanged`. Reads
 (GET) are retried with exponential backoff on connection errors and 5xx answers; writes never
-are, so a submission is never sent twice.
+are, so a submission is never sent twice. A file upload (:meth:`Client.submit_file`) is read
+from disk while it is sent (:class:`UploadBody`), so its size does not matter to memory.
 """
 from __future__ import annotations
 
 import gzip
 import http.client
 import json
-import mimetypes
+import os
 import select
 import socket
 import ssl
@@ -24,11 +25,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 import zlib
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
+
+from .multipart import UploadBody, encode_multipart
 
 DEFAULT_TIMEOUT = 60.0
 # An upload is validated before the server answers; a large file takes longer than a read.
@@ -79,6 +82,23 @@ class EarlyAnswerMixin:
                 self.sock.sendall(view[start:start + CHUNK])
             except (BrokenPipeError, ConnectionResetError):
                 return  # the server stopped reading: its answer, if any, is read next
+
+    def endheaders(self, message_body: Any = None, *, encode_chunked: bool = False) -> None:
+        """A streamed body (:class:`UploadBody`) is sent piece by piece after the request head,
+        stopping at the first sign of an answer; closing it then closes the file, so a refused
+        2 GB upload is not read to its end for nothing. Other bodies go the usual way."""
+        if not isinstance(message_body, UploadBody):
+            super().endheaders(message_body, encode_chunked=encode_chunked)  # type: ignore[misc]
+            return
+        super().endheaders()  # type: ignore[misc]  # the request head alone
+        with closing(message_body.stream()) as pieces:
+            for piece in pieces:
+                if self.sock is None or answered(self.sock):
+                    return
+                try:
+                    self.sock.sendall(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
 
 
 class EarlyAnswerHTTPConnection(EarlyAnswerMixin, http.client.HTTPConnection):
@@ -162,27 +182,6 @@ def is_page(body: Any) -> bool:
     """One page of a list (DRF's limit/offset pagination)."""
     return (isinstance(body, Mapping) and {"count", "next", "previous", "results"} <= body.keys()
             and isinstance(body["results"], list))
-
-
-def encode_multipart(fields: Mapping[str, str], files: Mapping[str, tuple[str, bytes]]) -> tuple[bytes, str]:
-    """Body and content type for multipart/form-data. files: {name: (filename, bytes)}."""
-    boundary = uuid.uuid4().hex
-    parts = []
-    for name, value in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{_quote(name)}"\r\n\r\n'.encode()
-                     + str(value).encode() + b"\r\n")
-    for name, (filename, content) in files.items():
-        content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
-        parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{_quote(name)}"; filename="{_quote(filename)}"\r\n'
-            f"Content-Type: {content_type}\r\n\r\n".encode() + content + b"\r\n"
-        )
-    parts.append(f"--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
 
 
 class BrokenDownload(Exception):
@@ -289,15 +288,19 @@ class Client:
     # low level ------------------------------------------------------------------------
     def build(self, method: str, path: str, *, json_body: Any = None, fields: Mapping[str, str] | None = None,
               files: Mapping[str, tuple[str, bytes]] | None = None, token: str | None = None,
-              query: Mapping[str, Any] | None = None,
-              headers: Mapping[str, str] | None = None) -> urllib.request.Request:
+              query: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
+              stream: UploadBody | None = None) -> urllib.request.Request:
         headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "expbench-client",
                    **(headers or {})}
         token = token or self.token
         if token:
             headers["Authorization"] = f"Token {token}"
-        data = None
-        if json_body is not None:
+        data: Any = None
+        if stream is not None:
+            # The length is announced, so urllib sends no chunked encoding and the server can
+            # refuse a body too large for it before reading it.
+            data, headers["Content-Type"], headers["Content-Length"] = stream, stream.content_type, str(stream.length)
+        elif json_body is not None:
             data = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
         elif fields is not None or files is not None:
@@ -505,19 +508,38 @@ class Client:
 
     def submit(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
                description: str = "", url: str = "", public: bool | None = None,
-               kind: str = "predictions") -> tuple[int, Any]:
-        """kind: predictions, skills (span tasks) or code (QUACKIE tracks). public: None leaves it to
-        the account's setting on the server (private for new accounts)."""
+               kind: str = "predictions", declarations: Mapping[str, str] | None = None) -> tuple[int, Any]:
+        """kind: predictions, skills (span tasks), code (QUACKIE tracks) or model. public: None
+        leaves it to the account's setting on the server (private for new accounts)."""
         response = self.submit_response(task, content, method_name=method_name, filename=filename,
-                                        description=description, url=url, public=public, kind=kind)
+                                        description=description, url=url, public=public, kind=kind,
+                                        declarations=declarations)
         return response.status, response.body
 
     def submit_response(self, task: str, content: bytes, *, method_name: str, filename: str = "predictions.json",
                         description: str = "", url: str = "", public: bool | None = None,
-                        kind: str = "predictions") -> Response:
-        fields = upload_fields(method_name=method_name, description=description, url=url, public=public, kind=kind)
+                        kind: str = "predictions", declarations: Mapping[str, str] | None = None) -> Response:
+        fields = upload_fields(method_name=method_name, description=description, url=url, public=public, kind=kind,
+                               declarations=declarations)
         return self.call("POST", api_path("tasks", task, "submissions"), fields=fields,
                          files={"file": (filename, content)}, timeout=max(self.timeout, UPLOAD_TIMEOUT))
+
+    def submit_file(self, task: str, path: str | os.PathLike[str], *, method_name: str, filename: str | None = None,
+                    description: str = "", url: str = "", public: bool | None = None, kind: str = "predictions",
+                    declarations: Mapping[str, str] | None = None,
+                    on_progress: Callable[[int, int], None] | None = None) -> Response:
+        """Upload the file at ``path``, streamed from disk (:class:`UploadBody`): the client's
+        memory does not grow with the file. Never retried, like every write."""
+        fields = upload_fields(method_name=method_name, description=description, url=url, public=public, kind=kind,
+                               declarations=declarations)
+        body = UploadBody(fields, "file", path, filename=filename, on_progress=on_progress)
+        return self.upload(api_path("tasks", task, "submissions"), body)
+
+    def upload(self, path: str, body: UploadBody, *, token: str | None = None) -> Response:
+        """POST a streamed body; the answer as from :meth:`call`. Raises
+        ``multipart.UploadUnreadable`` when the file cannot be read to its end."""
+        request = self.build("POST", path, stream=body, token=token)
+        return self.read_all(self.open(request, max(self.timeout, UPLOAD_TIMEOUT)))
 
     def submission(self, submission_id: int) -> tuple[int, Any]:
         return self.request("GET", api_path("submissions", submission_id))
@@ -529,9 +551,11 @@ class Client:
 
 
 def upload_fields(*, method_name: str, description: str = "", url: str = "", public: bool | None = None,
-                  kind: str = "predictions") -> dict[str, str]:
+                  kind: str = "predictions", declarations: Mapping[str, str] | None = None) -> dict[str, str]:
     """The form fields of an upload besides the file. ``public`` is sent only when the user chose:
-    absent, the server applies the account's default visibility (private for new accounts)."""
+    absent, the server applies the account's default visibility (private for new accounts).
+    ``declarations`` (``dev_set_use``, ``external_data``, ``code_url``, ``paper_url``): those
+    given a value are sent; the server takes an absent one as "none declared"."""
     fields = {"method_name": method_name, "kind": kind}
     if public is not None:
         fields["public"] = "true" if public else "false"
@@ -539,6 +563,7 @@ def upload_fields(*, method_name: str, description: str = "", url: str = "", pub
         fields["description"] = description
     if url:
         fields["url"] = url
+    fields.update({name: value for name, value in (declarations or {}).items() if value})
     return fields
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,10 +16,16 @@ from .account import cmd_config, cmd_login, cmd_logout, cmd_token
 from .client import BoardChanged, ListChanged, ServerUnreachable, api_path
 from .context import Context, results, submission_subject, task_subject
 from .errors import CliError, ExitCode, Subject, describe_body, unreachable_message
-from .progress import TERMINAL, ProgressLine, WaitTimeout, wait_until_finished
+from .multipart import UploadUnreadable
+from .progress import TERMINAL, ProgressLine, UploadMeter, WaitTimeout, wait_until_finished
 
 UNSUCCESSFUL = frozenset({"failed", "rejected", "cancelled"})
 CODE_SUFFIXES = (".py", ".zip")
+# The model contract (docs/model_submissions.md): the zip's root holds this file.
+MODEL_ENTRY = "predict.py"
+# The error category of a model that failed its run on the task's public sample: that run's log
+# is the owner's to read, and says why.
+SMOKE_FAILED = "smoke_failed"
 
 
 def cmd_tasks(ctx: Context, args: argparse.Namespace) -> int:
@@ -132,28 +139,74 @@ def cmd_quota(ctx: Context, args: argparse.Namespace) -> int:
 
 
 # --- submissions -----------------------------------------------------------------------------
-def read_upload(path: Path) -> bytes:
+def readable_size(path: Path) -> int:
+    """The size of the file to upload, checked readable before anything is sent (the upload
+    itself reads it piece by piece while sending)."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as handle:
+            return os.fstat(handle.fileno()).st_size
     except IsADirectoryError:
         raise CliError(ExitCode.USAGE, f"{path} is a directory; give a file (zip a code folder first)") from None
     except OSError as exc:
         raise CliError(ExitCode.USAGE, f"cannot read {path}: {exc.strerror}") from None
 
 
+def check_bundle(path: Path) -> None:
+    """Refuse locally, before a large upload, a bundle the server would reject at once: not a
+    zip, or no predict.py at its root. Only the zip's directory is read, never its members."""
+    debug = f"try it locally with: python -m scoring run-model {path} INPUTS.json"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
+        raise CliError(ExitCode.USAGE, f"{path} is not a zip file: a model bundle is a .zip whose root holds "
+                                       f"{MODEL_ENTRY} defining predict(examples)") from None
+    except OSError as exc:
+        raise CliError(ExitCode.USAGE, f"cannot read {path}: {exc.strerror or exc}") from None
+    if MODEL_ENTRY not in names:
+        nested = next((name for name in names if name.endswith("/" + MODEL_ENTRY)), None)
+        where = f" (it has {nested}: zip the folder's contents, not the folder)" if nested else ""
+        raise CliError(ExitCode.USAGE, f"{path} has no {MODEL_ENTRY} at its root{where}; {debug}")
+
+
+def declarations(args: argparse.Namespace) -> dict[str, str]:
+    """What the submitter declares with the upload; the options not given are not sent."""
+    return {"dev_set_use": args.dev_set_use or "", "external_data": args.external_data,
+            "code_url": args.code_url, "paper_url": args.paper_url}
+
+
 def cmd_submit(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_token()
-    content = read_upload(args.file)
+    readable_size(args.file)
     kind = args.kind or ("code" if args.file.suffix.lower() in CODE_SUFFIXES else "predictions")
+    return upload(ctx, args, kind)
+
+
+def cmd_submit_model(ctx: Context, args: argparse.Namespace) -> int:
+    ctx.require_token()
+    readable_size(args.file)
+    check_bundle(args.file)
+    return upload(ctx, args, "model")
+
+
+def upload(ctx: Context, args: argparse.Namespace, kind: str) -> int:
+    """Send ``args.file`` streamed from disk, with its progress on a terminal, then say what the
+    server made of it (and wait for the score with ``--wait``)."""
+    meter = UploadMeter(ctx.stderr, args.file.name, quiet=ctx.json)
     try:
-        response = ctx.client.submit_response(args.task, content, method_name=args.method, filename=args.file.name,
-                                              description=args.description, url=args.link, public=args.public,
-                                              kind=kind)
+        response = ctx.client.submit_file(args.task, args.file, method_name=args.method, filename=args.file.name,
+                                          description=args.description, url=args.link, public=args.public,
+                                          kind=kind, declarations=declarations(args), on_progress=meter.update)
     except ServerUnreachable as exc:
+        meter.finish()
         message = unreachable_message(ctx.settings.url, exc.reason)
         if exc.maybe_sent:
             message += f" The upload may have arrived: check with `{ctx.prog} list` before sending it again."
         raise CliError(ExitCode.UNREACHABLE, message) from None
+    except UploadUnreadable as exc:
+        meter.finish()
+        raise CliError(ExitCode.USAGE, f"{exc}; the upload was broken off, so the server stored nothing") from None
+    meter.finish()
     body = response.body
     if response.status == 400 and isinstance(body, Mapping) and body.get("status") == "rejected":
         raise CliError(ExitCode.FAILED, f"{body.get('error')} (submission #{body.get('id')}, "
@@ -224,6 +277,11 @@ def report_submission(ctx: Context, submission: Mapping[str, Any]) -> int:
     status = submission.get("status")
     if status in UNSUCCESSFUL:
         error = submission.get("error") or {}
+        log = submission.get("run_log")
+        if not ctx.json and isinstance(error, Mapping) and error.get("category") == SMOKE_FAILED and log:
+            # The run on the public sample: its whole log is shown to the owner (a run on the
+            # hidden inputs never shows one). With --json it is the answer's run_log.
+            ctx.say(output.run_log_block(str(log)))
         reason = f": {error.get('message')}" if isinstance(error, Mapping) and error.get("message") else ""
         raise CliError(ExitCode.FAILED, f"submission #{submission.get('id')} {status}{reason}")
     return ExitCode.OK
@@ -302,6 +360,7 @@ def cmd_compare(ctx: Context, args: argparse.Namespace) -> int:
 COMMANDS = {
     "token": cmd_token, "login": cmd_login, "logout": cmd_logout, "config": cmd_config, "whoami": cmd_config,
     "tasks": cmd_tasks, "benchmarks": cmd_benchmarks, "inputs": cmd_inputs, "submit": cmd_submit,
+    "submit-model": cmd_submit_model,
     "list": cmd_list, "status": cmd_status, "cancel": cmd_cancel, "publish": cmd_publish, "unpublish": cmd_publish,
     "diagnostics": cmd_diagnostics, "compare": cmd_compare, "leaderboard": cmd_leaderboard, "quota": cmd_quota,
 }

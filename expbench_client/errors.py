@@ -16,7 +16,7 @@ from typing import Any
 
 class ExitCode(IntEnum):
     OK = 0
-    FAILED = 1  # the submission was rejected, failed or cancelled, or the server refused the action (409)
+    FAILED = 1  # the submission was rejected, failed or cancelled; the server refused the action (409, inputs hidden)
     USAGE = 2  # bad usage, a local file or config problem, a value the server found invalid (400), too large (413)
     UNREACHABLE = 3  # connection refused, DNS failure, timeout
     AUTH = 4  # 401/403
@@ -31,7 +31,8 @@ EXIT_CODES_HELP = """\
 exit codes:
   0    ok
   1    the submission was rejected, failed or cancelled, or the server refused
-       the action in its current state (409, e.g. cancel of a finished one)
+       the action in its current state (409, e.g. cancel of a finished one),
+       or for the task: its test inputs are hidden (inputs, or a prediction file)
   2    bad usage, a local file or config problem, no token, a value the
        server found invalid (400), or a file too large for it (413)
   3    the server cannot be reached (connection refused, DNS failure, timeout)
@@ -174,6 +175,13 @@ def error_for_status(status: int, body: Any, headers: Mapping[str, str], *, url:
             what = "this needs an API token"
         return CliError(ExitCode.AUTH, f"not authenticated: {what} ({said or 'HTTP 401'}); "
                                        f"log in with: {prog} login USERNAME")
+    if problem_type(body) == "inputs-hidden":
+        # Not a matter of the token (logging in again changes nothing): the task never releases
+        # its test inputs, so neither they nor prediction files made from them are taken.
+        message = said or "the test inputs of this task are hidden"
+        if subject.task:
+            message += f"; with this client: {prog} submit-model {subject.task} BUNDLE.zip --method NAME"
+        return CliError(ExitCode.FAILED, message)
     if status == 403:
         return CliError(ExitCode.AUTH, f"not allowed: {said or 'HTTP 403'}")
     if status == 404:

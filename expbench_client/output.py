@@ -139,6 +139,9 @@ def submission_details(submission: Mapping[str, Any]) -> str:
     if ci:
         lines.append("  95% CI  " + "  ".join(f"{k} [{score(v[0])}, {score(v[1])}]" for k, v in ci.items()
                                              if isinstance(v, Sequence) and len(v) == 2))
+    declared = declarations_line(submission)
+    if declared:
+        lines.append(f"  declared: {declared}")
     progress = progress_of(submission)
     if progress is not None and submission.get("status") not in ("scored",):
         lines.append(f"  samples {progress[0]}/{progress[1]}")
@@ -150,6 +153,24 @@ def submission_details(submission: Mapping[str, Any]) -> str:
     lines.append(f"  created {when(submission.get('created_at'))} · finished {when(submission.get('finished_at'))}"
                  f" · diagnostics {cell(submission.get('diagnostics_status'))}")
     return "\n".join(lines)
+
+
+def declarations_line(submission: Mapping[str, Any]) -> str:
+    """``dev set used for training: part · external data: NewsQA · code: https://…``: what the
+    submitter declared; empty when nothing was (or the server does not say)."""
+    facts = []
+    if submission.get("dev_set_use") not in (None, "", "none"):
+        facts.append(f"dev set used for training: {cell(submission.get('dev_set_use'))}")
+    for key, label in (("external_data", "external data"), ("code_url", "code"), ("paper_url", "paper")):
+        if submission.get(key):
+            facts.append(f"{label}: {cell(submission.get(key))}")
+    return " · ".join(facts)
+
+
+def run_log_block(log: str) -> str:
+    """A model's log from its run on the public sample, set off and indented under the entry."""
+    body = "\n".join(f"  | {line}".rstrip() for line in log.rstrip("\n").splitlines())
+    return f"  log of the run on the public sample:\n{body}"
 
 
 def scores_of(row: Mapping[str, Any]) -> Mapping[str, Any]:

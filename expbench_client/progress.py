@@ -128,3 +128,44 @@ def wait_until_finished(fetch: Callable[[], Mapping[str, Any]], timeout: float, 
             if line.tty and next_poll - clock() > 0:
                 line.update(submission, clock() - start)
         submission = fetch()
+
+
+def format_upload(what: str, sent: int, total: int, seconds: float) -> str:
+    """``uploading model.zip: 123.4 of 2000.0 MB (6%)  41.2 MB/s``."""
+    line = f"uploading {what}: {sent / 1e6:.1f} of {total / 1e6:.1f} MB ({100 * sent // max(total, 1)}%)"
+    if seconds > 0 and sent:
+        line += f"  {sent / 1e6 / seconds:.1f} MB/s"
+    return line
+
+
+class UploadMeter:
+    """An upload's progress on one line of ``stream`` (stderr), rewritten in place like the wait
+    line. Only on a terminal: in a log or a pipe, or with ``--json`` (``quiet``), it says
+    nothing, since a line per megabyte would bury the answer. Redrawn at most every
+    ``every`` seconds, and once more when the last byte is sent."""
+
+    def __init__(self, stream: TextIO, what: str, *, quiet: bool = False,
+                 clock: Callable[[], float] = time.monotonic, every: float = 0.2) -> None:
+        self.stream, self.what, self.clock, self.every = stream, what, clock, every
+        self.shown = not quiet and bool(getattr(stream, "isatty", lambda: False)())
+        self.started = clock()
+        self.drawn_at = float("-inf")
+        self.width = 0
+
+    def update(self, sent: int, total: int) -> None:
+        if not self.shown:
+            return
+        now = self.clock()
+        if sent < total and now - self.drawn_at < self.every:
+            return
+        line = format_upload(self.what, sent, total, now - self.started)
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width, self.drawn_at = len(line), now
+
+    def finish(self) -> None:
+        """End the line, so what follows starts on a line of its own."""
+        if self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0

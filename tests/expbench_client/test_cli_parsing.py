@@ -3,7 +3,7 @@ import pytest
 
 from expbench_client import output, reports
 from expbench_client.cli import build_parser, main, program_name
-from expbench_client.commands import read_upload
+from expbench_client.commands import readable_size
 from expbench_client.errors import CliError, ExitCode
 
 
@@ -68,7 +68,7 @@ def test_an_unreadable_file_is_exit_2(capsys, monkeypatch, tmp_path):
     assert main(["--token", "t" * 40, "submit", "t", str(tmp_path / "missing.json"), "--method", "m"]) == 2
     assert capsys.readouterr().err == f"error: cannot read {tmp_path / 'missing.json'}: No such file or directory\n"
     with pytest.raises(CliError, match="is a directory"):
-        read_upload(tmp_path)
+        readable_size(tmp_path)
 
 
 def test_program_name_is_what_the_user_typed():
