@@ -25,6 +25,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -208,50 +209,53 @@ def run_claimed(test_set_id: int, attempt: int, *, slice_seconds: float = math.i
         return "failed"
 
 
-def _run(test_set_id: int, attempt: int, slice_seconds: float, report: Callable[[str], None]) -> str:
-    from scoring.models.interpreters import family_of  # noqa: PLC0415  (imports nltk)
+@dataclass
+class _Slice:
+    """One slice of a claimed run: its samples, the rows stored so far and the families done,
+    which every heartbeat reports."""
 
-    started = time.monotonic()
-    test_set = TestSet.objects.select_related("task__track__hosted_model").defer("gold").get(pk=test_set_id)
-    task = test_set.task
-    part = BASELINES.state.read(test_set_id)
+    test_set: TestSet
+    attempt: int
+    samples: list[dict]
+    groups: list[list[str]]
+    rows: dict[str, int]
+    finished: list[list[str]]
+    started: float
+    slice_seconds: float
+    on_all: bool  # the run covers every sample (no ``limit``): the rows' description says so
 
-    def beat(**fields: Any) -> None:
-        if not BASELINES.state.heartbeat(test_set_id, attempt, **fields):
+    @classmethod
+    def resume(cls, test_set: TestSet, attempt: int, part: dict, started: float, slice_seconds: float) -> _Slice:
+        """The slice that goes on from the job's state ``part``: its methods by family, its
+        samples (the first ``limit``), and the rows stored before that still count."""
+        samples = test_set.public_inputs["data"]
+        if part.get("limit") is not None:
+            samples = samples[: part["limit"]]
+        rows = _rows_kept(part.get("rows") or {})
+        groups = families(list(part.get("methods") or []))
+        finished = [group for group in groups if all(method in rows for method in group)]
+        return cls(test_set, attempt, samples, groups, rows, finished, started, slice_seconds,
+                   on_all=part.get("limit") is None)
+
+    def beat(self, **fields: Any) -> None:
+        if not BASELINES.state.heartbeat(self.test_set.pk, self.attempt, **fields):
             raise LostClaim
 
-    if not test_set.is_current:
-        BASELINES.state.finish(test_set_id, attempt, JobStatus.FAILED,
-                               note=f"stopped: the track now scores another test set than {test_set.version}")
+    def fail(self, note: str) -> str:
+        BASELINES.state.finish(self.test_set.pk, self.attempt, JobStatus.FAILED, note=note)
         return "failed"
-    samples = test_set.public_inputs["data"]
-    if part.get("limit") is not None:
-        samples = samples[: part["limit"]]
-    sample_ids = [sample["sample_id"] for sample in samples]
-    methods = list(part.get("methods") or [])
-    # a row stays done while its submission exists and did not fail (a re-score in progress
-    # keeps it); a deleted or failed one is redone
-    kept = set(Submission.objects.filter(pk__in=list((part.get("rows") or {}).values()))
-               .exclude(status__in=[Status.FAILED, Status.REJECTED, Status.CANCELLED])
-               .values_list("pk", flat=True))
-    rows = {method: pk for method, pk in (part.get("rows") or {}).items() if pk in kept}
-    groups = families(methods)
-    total = len(samples) * len(groups)
-    finished = [group for group in groups if all(method in rows for method in group)]
-    beat(rows=rows, done=len(samples) * len(finished), total=total, samples_total=len(samples), samples_done=0,
-         note="")
-    model = None
-    for group in groups:
-        todo = [method for method in group if method not in rows]
-        if not todo:
-            continue
-        checkpoint = Checkpoint(test_set, todo).load(sample_ids)
-        beat(family=family_of(group[0]), samples_done=len(checkpoint.sample_ids),
-             done=len(samples) * len(finished) + len(checkpoint.sample_ids))
-        if model is None:
-            model = load_model(task.track)
+
+    def progress(self, group: list[str], checkpoint: Checkpoint) -> None:
+        from scoring.models.interpreters import family_of  # noqa: PLC0415  (imports nltk)
+
+        self.beat(family=family_of(group[0]), samples_done=len(checkpoint.sample_ids),
+                  done=len(self.samples) * len(self.finished) + len(checkpoint.sample_ids))
+
+    def explain(self, group: list[str], todo: list[str], model: Any, checkpoint: Checkpoint) -> bool:
+        """Explain the samples the checkpoint lacks with the ``todo`` methods, saving it every
+        CHECKPOINT_SECONDS. False when the slice ended first: the rest is queued again."""
         saved = time.monotonic()
-        for sample in samples[len(checkpoint.sample_ids):]:
+        for sample in self.samples[len(checkpoint.sample_ids):]:
             began = time.monotonic()
             for method, result in explain_sample(model, todo, sample).items():
                 if isinstance(result, tuple):
@@ -261,41 +265,81 @@ def _run(test_set_id: int, attempt: int, slice_seconds: float, report: Callable[
             checkpoint.sample_ids.append(sample["sample_id"])
             checkpoint.seconds += time.monotonic() - began
             now = time.monotonic()
-            over = now - started >= slice_seconds and len(checkpoint.sample_ids) < len(samples)
+            over = now - self.started >= self.slice_seconds and len(checkpoint.sample_ids) < len(self.samples)
             if now - saved >= CHECKPOINT_SECONDS or over:
                 checkpoint.save()
                 saved = now
-                beat(family=family_of(group[0]), samples_done=len(checkpoint.sample_ids),
-                     done=len(samples) * len(finished) + len(checkpoint.sample_ids))
+                self.progress(group, checkpoint)
             if over:  # the slice is over: queue the rest behind whatever else waits
-                if not BASELINES.state.finish(test_set_id, attempt, JobStatus.QUEUED, attempts=0):
+                if not BASELINES.state.finish(self.test_set.pk, self.attempt, JobStatus.QUEUED, attempts=0):
                     raise LostClaim
-                BASELINES.send(test_set_id)
-                return "continues"
-        n = max(len(samples), 1)
+                BASELINES.send(self.test_set.pk)
+                return False
+        return True
+
+    def store(self, todo: list[str], checkpoint: Checkpoint, report: Callable[[str], None]) -> str:
+        """Submit and score one row per method of ``todo``; the note that fails the job, or ""."""
+        n = max(len(self.samples), 1)
+        per_sample = checkpoint.seconds / n / len(todo)
         for method in todo:
             failures = checkpoint.failures[method]
-            description = (f"Built-in baseline on {'all ' if part.get('limit') is None else ''}{len(samples)} "
-                           f"samples ({checkpoint.seconds / n / len(todo):.2f} s/sample).")
+            description = (f"Built-in baseline on {'all ' if self.on_all else ''}{len(self.samples)} "
+                           f"samples ({per_sample:.2f} s/sample).")
             if failures:
                 description += f" {failures.summary()}."
             try:
-                submission = submit_row(task, method, checkpoint.scores[method], description)
+                submission = submit_row(self.test_set.task, method, checkpoint.scores[method], description)
             except SubmissionRefused as exc:
-                BASELINES.state.finish(test_set_id, attempt, JobStatus.FAILED, note=f"{method}: {exc}")
-                return "failed"
+                return f"{method}: {exc}"
             if submission.status != Status.SCORED:
-                BASELINES.state.finish(test_set_id, attempt, JobStatus.FAILED,
-                                       note=f"{method}: {submission.status}: {submission.error_message}"[:500])
-                return "failed"
-            rows[method] = submission.pk
-            beat(rows=rows)
-            report(f"{method:28s} {submission.scores.get('iou') or 0:6.2f} IoU  "
-                   f"{checkpoint.seconds / n / len(todo):6.2f} s/sample"
+                return f"{method}: {submission.status}: {submission.error_message}"[:500]
+            self.rows[method] = submission.pk
+            self.beat(rows=self.rows)
+            report(f"{method:28s} {submission.scores.get('iou') or 0:6.2f} IoU  {per_sample:6.2f} s/sample"
                    + (f"  {failures.summary()}; first: {failures.first}" if failures else ""))
+        return ""
+
+
+def _rows_kept(rows: dict[str, int]) -> dict[str, int]:
+    """The stored rows that count as done: a row stays done while its submission exists and did
+    not fail (a re-score in progress keeps it); a deleted or failed one is redone."""
+    kept = set(Submission.objects.filter(pk__in=list(rows.values()))
+               .exclude(status__in=[Status.FAILED, Status.REJECTED, Status.CANCELLED])
+               .values_list("pk", flat=True))
+    return {method: pk for method, pk in rows.items() if pk in kept}
+
+
+def _run(test_set_id: int, attempt: int, slice_seconds: float, report: Callable[[str], None]) -> str:
+    started = time.monotonic()
+    test_set = TestSet.objects.select_related("task__track__hosted_model").defer("gold").get(pk=test_set_id)
+    part = BASELINES.state.read(test_set_id)
+    if not test_set.is_current:
+        BASELINES.state.finish(test_set_id, attempt, JobStatus.FAILED,
+                               note=f"stopped: the track now scores another test set than {test_set.version}")
+        return "failed"
+    run = _Slice.resume(test_set, attempt, part, started, slice_seconds)
+    samples, rows = run.samples, run.rows
+    sample_ids = [sample["sample_id"] for sample in samples]
+    total = len(samples) * len(run.groups)
+    run.beat(rows=rows, done=len(samples) * len(run.finished), total=total, samples_total=len(samples),
+             samples_done=0, note="")
+    model = None
+    for group in run.groups:
+        todo = [method for method in group if method not in rows]
+        if not todo:
+            continue
+        checkpoint = Checkpoint(test_set, todo).load(sample_ids)
+        run.progress(group, checkpoint)
+        if model is None:
+            model = load_model(test_set.task.track)
+        if not run.explain(group, todo, model, checkpoint):
+            return "continues"
+        failure = run.store(todo, checkpoint, report)
+        if failure:
+            return run.fail(failure)
         checkpoint.remove()
-        finished.append(group)
-        beat(done=len(samples) * len(finished), samples_done=len(samples))
+        run.finished.append(group)
+        run.beat(done=len(samples) * len(run.finished), samples_done=len(samples))
     if not BASELINES.state.finish(test_set_id, attempt, JobStatus.DONE, rows=rows, family="", done=total):
         raise LostClaim
     return "done"
