@@ -26,3 +26,45 @@ def profile_of(user: User | AnonymousUser) -> Profile:
         return user.profile  # type: ignore[union-attr]  # the reverse one-to-one of Profile.user
     except (Profile.DoesNotExist, AttributeError):
         return Profile(user=user) if isinstance(user, User) else Profile()
+
+
+class Team(models.Model):
+    """Researchers who submit together (docs/phases.md#teams): their entries carry the team, its
+    members share the quotas, and the team picks the entry that counts in a phase's final
+    ranking. A user is a member of at most one team at a time."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    INVITED, MEMBER = "invited", "member"
+    STATUS_CHOICES = [(INVITED, "Invited"), (MEMBER, "Member")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    joined_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["team", "joined_at", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="unique_membership"),
+            # At most one team per user: a second acceptance fails in the database too.
+            models.UniqueConstraint(fields=["user"], condition=models.Q(status="member"), name="one_team_per_user"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} in {self.team} ({self.status})"

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.account, name="account"),
     path("token/", views.regenerate_token, name="account-token"),
     path("settings/", views.account_settings, name="account-settings"),
+    path("team/", views.team_page, name="account-team"),
     # Django's password views, under the URL names they reverse to each other.
     path("password/change/", views.PasswordChangeView.as_view(), name="password_change"),
     path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

@@ -15,9 +15,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
+from . import teams
 from .forms import AccountSettingsForm, SignupForm
 from .http import AuthenticatedHttpRequest
-from .models import Profile, profile_of
+from .models import Membership, Profile, Team, profile_of
 from .throttling import ThrottledPasswordResetView, spend_signup, too_many
 
 
@@ -98,3 +99,49 @@ class PasswordResetConfirmView(InvalidFormIs400, auth_views.PasswordResetConfirm
 
 class PasswordChangeView(InvalidFormIs400, auth_views.PasswordChangeView):
     pass
+
+
+TEAM_ACTIONS = {"create", "invite", "accept", "leave"}
+
+
+@never_cache
+@login_required
+def team_page(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The visitor's team: create one, invite people, accept an invitation, leave."""
+    status = 200
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            team_action(request, action)
+        except teams.TeamRefused as exc:
+            messages.error(request, exc.message)
+            status = 400
+        else:
+            return redirect("account-team")
+    team = teams.team_of(request.user)
+    invitations = Membership.objects.filter(user=request.user, status=Membership.INVITED).select_related("team")
+    return render(request, "accounts/team.html", {
+        "team": team, "members": teams.members(team) if team else [],
+        "pending": team.memberships.filter(status=Membership.INVITED).select_related("user") if team else [],
+        "invitations": invitations}, status=status)
+
+
+def team_action(request: AuthenticatedHttpRequest, action: str) -> None:
+    if action not in TEAM_ACTIONS:
+        raise teams.TeamRefused("Unknown action.")
+    if action == "create":
+        teams.create_team(request.user, request.POST.get("name", ""))
+        messages.success(request, "Team created.")
+        return
+    team = Team.objects.filter(slug=request.POST.get("team", "")).first()
+    if team is None:
+        raise teams.TeamRefused("No such team.", 404)
+    if action == "invite":
+        teams.invite(team, request.user, request.POST.get("username", "").strip())
+        messages.success(request, "Invitation sent: they accept it on their team page.")
+    elif action == "accept":
+        teams.accept(request.user, team)
+        messages.success(request, f"You joined {team.name}.")
+    else:
+        teams.leave(request.user, team)
+        messages.success(request, f"You left {team.name}.")

@@ -37,7 +37,7 @@ class PhaseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Phase
-        fields = ["name", "starts_at", "ends_at", "open", "closed", "daily_quota", "total_quota", "live_board",
+        fields = ["id", "name", "starts_at", "ends_at", "open", "closed", "daily_quota", "total_quota", "live_board",
                   "private_share"]
 
     def get_open(self, phase: Phase) -> bool:

@@ -8,11 +8,12 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from accounts import api as team_api
 from accounts.throttling import ThrottledObtainAuthToken, admin_login
 from benchmark.api import BenchmarkViewSet, TaskViewSet
 from core.api_paths import API_PREFIX, CURRENT_API_PREFIX
 from leaderboards import api as board_api
-from submissions.api import SubmissionViewSet, task_quota, task_submissions
+from submissions.api import SubmissionViewSet, phase_selection, task_quota, task_submissions
 from submissions.views import submit
 
 from . import errors
@@ -43,6 +44,12 @@ api_patterns = [
          name="api-task-leaderboard"),
     path("tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
     path("tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
+    path("phases/<int:pk>/selection/", phase_selection, name="api-phase-selection"),
+    path("teams/", team_api.create_team, name="api-teams"),
+    path("teams/<slug:slug>/", team_api.team_detail, name="api-team"),
+    path("teams/<slug:slug>/invite/", team_api.invite, name="api-team-invite"),
+    path("teams/<slug:slug>/accept/", team_api.accept, name="api-team-accept"),
+    path("teams/<slug:slug>/leave/", team_api.leave, name="api-team-leave"),
     *router.urls,
 ]
 

@@ -8,6 +8,7 @@ from django.core.cache import cache
 
 from benchmark.models import Benchmark, RankingRule, ReportedResult, Task
 from scoring.stats import significance_tiers
+from submissions import phases
 from submissions.models import Status, Submission
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
@@ -26,7 +27,7 @@ def leaderboard_rows(task: Task) -> list[dict[str, Any]]:
 
     test_set = task.current_test_set()
     entries = list(public_scored_submissions(task, test_set))
-    for sub in one_per_system(task, entries):
+    for sub in phases.final_entries(one_per_system(task, entries)):
         stale = sub.kind in RESCORABLE_KINDS and sub.scorer_version != current_scorer_version(task, sub.kind)
         ranked.append(BoardEntry.submission_row(task, sub, stale=stale).as_dict())
     # Ties on the primary metric share a rank (1, 2, 2, 4); earlier rows stay first. An entry

@@ -12,7 +12,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from accounts.models import Profile
-from benchmark.models import Benchmark, ReportedResult, Task, TestSet, boards_changed
+from benchmark.models import Benchmark, Phase, ReportedResult, Task, TestSet, boards_changed
 from submissions.models import Status, Submission
 
 
@@ -80,7 +80,8 @@ def submission_changed(sender: Any, instance: Submission, **kwargs: Any) -> None
 
 @receiver([post_save, post_delete], sender=ReportedResult)
 @receiver([post_save, post_delete], sender=TestSet)
-def task_part_changed(sender: Any, instance: ReportedResult | TestSet, **kwargs: Any) -> None:
+@receiver([post_save, post_delete], sender=Phase)
+def task_part_changed(sender: Any, instance: ReportedResult | TestSet | Phase, **kwargs: Any) -> None:
     boards_changed([instance.task_id])
 
 

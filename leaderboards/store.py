@@ -96,9 +96,21 @@ def task_payload(task: Task) -> dict[str, Any]:
     stored, sortable = board_rows(task, rows)
     version = test_set.version if test_set else None
     return {"payload": {"awaiting_rescore": entries_awaiting_rescore(task), "test_set_version": version,
+                        # The page's phase table, stored with the board: a phase's change or
+                        # closing changes the board's generation.
+                        "phases": phase_rows(task),
                         "n_rows": len(rows), "n_pinned": sum(row.pinned for row in stored), "sortable": sortable,
                         "n_submissions": sum(row["kind"] == "submission" for row in rows)},
             "summary": board_summary(task, rows), "body": "", "n_rows": len(rows), "rows": stored}
+
+
+def phase_rows(task: Task) -> list[dict[str, Any]]:
+    """What the board page says of each phase (UTC; the page adds the reader's own time)."""
+    return [{"name": phase.name, "starts_at": phase.starts_at.isoformat(), "ends_at": phase.ends_at.isoformat(),
+             "starts_text": f"{phase.starts_at:%Y-%m-%d %H:%M}", "ends_text": f"{phase.ends_at:%Y-%m-%d %H:%M}",
+             "daily_quota": phase.daily_quota, "total_quota": phase.total_quota, "live_board": phase.live_board,
+             "private_percent": round(100 * phase.private_share), "closed": phase.closed_at is not None}
+            for phase in task.phases.all()]
 
 
 def board_rows(task: Task, rows: list[dict[str, Any]]) -> tuple[list[BoardRow], dict[str, int]]:

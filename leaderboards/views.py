@@ -164,6 +164,7 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "task": task,
         "test_set": test_set,
         "rows": rows,
+        "phases": board.payload.get("phases", []),
         "dev_set_marked": any(row.get("dev_set_use") in ("part", "whole") for row in rows),
         "headers": sort_headers(task, order, request.path),
         "pages": page_links(request.path, order, page_number, n_pages),

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -17,10 +17,10 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from accounts.models import profile_of
-from benchmark.models import Task, Visibility
+from benchmark.models import Phase, Task, Visibility
 
 from . import diagnostics as diagnostics_module
-from . import intake
+from . import intake, phases
 from .models import Status, Submission
 from .serializers import (
     DiagnosticsAnswerSerializer,
@@ -103,6 +103,26 @@ def task_submissions(request: Request, slug: str) -> Response:
     location = reverse("api-submission-detail", kwargs={"pk": submission.pk})
     return Response(SubmissionSerializer(submission, context={"request": request}).data,
                     status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+class SelectionSerializer(serializers.Serializer):
+    submission = serializers.IntegerField(help_text="the entry (its id) that counts in the phase's final ranking")
+
+
+@extend_schema(summary="Pick the entry of your team (or your own) that counts in a phase's final ranking",
+               request=SelectionSerializer, responses={200: SelectionSerializer})
+@api_view(["POST"])
+@permission_classes([IsAuthenticated])
+def phase_selection(request: Request, pk: int) -> Response:
+    phase = get_object_or_404(Phase, pk=pk, task__in=Task.objects.visible_to(request.user))
+    form = SelectionSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    submission = get_object_or_404(Submission, pk=form.validated_data["submission"])
+    try:
+        phases.select_entry(cast(User, request.user), phase, submission)
+    except phases.SelectionRefused as exc:
+        raise Problem(exc.status_code, exc.message, "conflict" if exc.status_code == 409 else None) from None
+    return Response({"submission": submission.pk})
 
 
 LIST_FILTERS = [

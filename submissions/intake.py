@@ -17,9 +17,10 @@ from django.contrib.auth.models import User
 from django.core.files.base import ContentFile, File
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from accounts.teams import team_of
 from benchmark.kinds import CODE
 from benchmark.models import Phase, Task
 from scoring import sandbox
@@ -76,9 +77,15 @@ def counted(submissions: QuerySet[Submission]) -> int:
     ).count()
 
 
+def of_entrant(user: User) -> Q:
+    """The submissions that share ``user``'s quota: their team's, or their own made alone."""
+    team = team_of(user)
+    return Q(submitting_team=team) if team is not None else Q(user=user, submitting_team__isnull=True)
+
+
 def submissions_counted_today(user: User, task: Task) -> int:
     start, end = utc_day_bounds()
-    return counted(Submission.objects.filter(user=user, task=task, created_at__gte=start, created_at__lt=end))
+    return counted(Submission.objects.filter(of_entrant(user), task=task, created_at__gte=start, created_at__lt=end))
 
 
 def open_phase(task: Task, now: datetime | None = None) -> Phase | None:
@@ -97,7 +104,7 @@ def quota_status(user: User, task: Task, phase: Phase | None = None) -> dict[str
     if phase is not None:
         status["phase"] = phase.name
         if phase.total_quota is not None:
-            phase_used = counted(Submission.objects.filter(user=user, task=task, phase=phase))
+            phase_used = counted(Submission.objects.filter(of_entrant(user), task=task, phase=phase))
             status.update(phase_limit=phase.total_quota, phase_used=phase_used,
                           remaining=min(status["remaining"], max(phase.total_quota - phase_used, 0)))
     return status
@@ -189,6 +196,7 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
         original_filename=(getattr(uploaded_file, "name", "") or "")[-255:],
         size=size,
         phase=phase,
+        submitting_team=team_of(user),
         **(declarations or {}),
     )
     error = None
@@ -237,6 +245,7 @@ def submit_code(*, user: User, task: Task, uploaded_file: UploadedFile, method_n
     size: int = uploaded_file.size  # type: ignore[assignment]  # an uploaded file knows its size
     submission = Submission(user=user, task=task, test_set=test_set, kind=Submission.CODE, method_name=method_name,
                             description=description, url=url, public=public, size=size, phase=phase,
+                            submitting_team=team_of(user),
                             original_filename=(uploaded_file.name or "")[-255:], **(declarations or {}))
     name = uploaded_file.name or "interpreter.py"
     try:
@@ -284,6 +293,7 @@ def submit_model(*, user: User, task: Task, uploaded_file: UploadedFile, method_
                                 "bytes.", 413)
     submission = Submission(user=user, task=task, test_set=test_set, kind=Submission.MODEL, method_name=method_name,
                             description=description, url=url, public=public, size=size, phase=phase,
+                            submitting_team=team_of(user),
                             original_filename=(uploaded_file.name or "")[-255:], **(declarations or {}))
     with uploaded_bundle_path(uploaded_file) as path:
         try:

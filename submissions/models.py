@@ -124,6 +124,9 @@ class Submission(models.Model):
     task = models.ForeignKey("benchmark.Task", on_delete=models.PROTECT, related_name="submissions")
     test_set = models.ForeignKey("benchmark.TestSet", on_delete=models.PROTECT, related_name="submissions")
     kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=PREDICTIONS)
+    # The team of the submitter at upload (docs/phases.md#teams): its members share the quota.
+    submitting_team = models.ForeignKey("accounts.Team", on_delete=models.PROTECT, null=True, blank=True,
+                                        related_name="submissions")
     # The phase the upload was made in (tasks with phases only, docs/phases.md).
     phase = models.ForeignKey("benchmark.Phase", on_delete=models.PROTECT, null=True, blank=True,
                               related_name="submissions")
@@ -239,8 +242,16 @@ class Submission(models.Model):
 
     @property
     def team(self) -> str:
+        """Who the entry is shown as: its team, else the submitter's stated affiliation, else their name."""
+        if self.submitting_team_id is not None and self.submitting_team is not None:
+            return self.submitting_team.name
         profile = getattr(self.user, "profile", None)
         return (profile.team if profile and profile.team else "") or self.user.username
+
+    @property
+    def entrant(self) -> str:
+        """Who quotas and a phase's final choice belong to: the team, or the user alone."""
+        return f"team:{self.submitting_team_id}" if self.submitting_team_id else f"user:{self.user_id}"
 
 
 class ScoreRecord(models.Model):
@@ -264,6 +275,23 @@ class ScoreRecord(models.Model):
 
     def __str__(self):
         return f"#{self.submission_id} on v{self.test_set_version} / scorer {self.scorer_version}"
+
+
+class PhaseSelection(models.Model):
+    """The entry a team (or a researcher alone) picks to count in a phase's final ranking
+    (docs/phases.md#teams). Without a pick, their latest scored entry of the phase counts."""
+
+    phase = models.ForeignKey("benchmark.Phase", on_delete=models.CASCADE, related_name="selections")
+    entrant = models.CharField(max_length=40, help_text="team:<id> or user:<id>")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    chosen_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    chosen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["phase", "entrant"], name="one_selection_per_entrant")]
+
+    def __str__(self):
+        return f"{self.phase}: {self.entrant} -> #{self.submission_id}"
 
 
 class NameChange(models.Model):

@@ -12,14 +12,16 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.teams import team_of
 from benchmark.models import Phase, TestSet, boards_changed
 from scoring import splits, stats
 
 from . import diagnostics
-from .models import ScoreRecord, Status, Submission
+from .models import PhaseSelection, ScoreRecord, Status, Submission
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,55 @@ def reveal(submission: Submission, now: datetime | None = None) -> bool:
                 unanswered=submission.unanswered, reason=f"phase {submission.phase.name!r} ended: the whole "
                                                          "test set revealed", scored_at=now or timezone.now())
     return bool(revealed)
+
+
+class SelectionRefused(Exception):
+    def __init__(self, message: str, status_code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+def entrant_of(user: User) -> str:
+    team = team_of(user)
+    return f"team:{team.pk}" if team is not None else f"user:{user.pk}"
+
+
+def select_entry(user: User, phase: Phase, submission: Submission) -> PhaseSelection:
+    """``user``'s team (or ``user`` alone) picks ``submission`` to count in ``phase``'s final
+    ranking; a later pick replaces the earlier one, until the phase is closed."""
+    if submission.phase_id != phase.pk:
+        raise SelectionRefused(f"Entry #{submission.pk} was not made in phase {phase.name!r}.")
+    if submission.entrant != entrant_of(user):
+        raise SelectionRefused(f"Entry #{submission.pk} is not your {'team' if team_of(user) else 'own'} entry.",
+                               403)
+    if submission.status != Status.SCORED:
+        raise SelectionRefused(f"Entry #{submission.pk} is {submission.status}: only a scored entry can count.")
+    if phase.closed_at is not None:
+        raise SelectionRefused(f"Phase {phase.name!r} is closed: its final ranking is fixed.", 409)
+    selection, _ = PhaseSelection.objects.update_or_create(
+        phase=phase, entrant=submission.entrant, defaults={"submission": submission, "chosen_by": user})
+    boards_changed([phase.task_id])
+    return selection
+
+
+def final_entries(entries: list[Submission]) -> list[Submission]:
+    """The entries a board ranks: for a closed phase, one per team (or researcher alone): its
+    pick, or without one its latest. ``entries`` oldest first, their phases loaded."""
+    closed = [entry for entry in entries if entry.phase is not None and entry.phase.closed_at is not None]
+    if not closed:
+        return entries
+    picks: dict[tuple[int | None, str], int] = {
+        (pick.phase_id, pick.entrant): pick.submission_id
+        for pick in PhaseSelection.objects.filter(phase_id__in={entry.phase_id for entry in closed})}
+    counted: dict[tuple[int | None, str], int] = {}
+    for entry in closed:
+        key = (entry.phase_id, entry.entrant)
+        if key not in picks or picks[key] == entry.pk:
+            counted[key] = entry.pk  # the pick, or the latest so far
+    kept = set(counted.values())
+    closed_ids = {entry.pk for entry in closed}
+    return [entry for entry in entries if entry.pk not in closed_ids or entry.pk in kept]
 
 
 def close_ended_phases(now: datetime | None = None) -> dict[str, int]:

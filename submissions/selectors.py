@@ -24,7 +24,7 @@ def public_scored_submissions(task: Task, test_set: TestSet | None,
         .exclude(scores={})
         # A phase whose board is not live keeps its entries off the boards until it is closed.
         .exclude(phase__live_board=False, phase__closed_at__isnull=True)
-        .select_related("user__profile", "phase")
+        .select_related("user__profile", "phase", "submitting_team")
         .defer("item_scores")
         .order_by("finished_at", "pk")
     )

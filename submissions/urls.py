@@ -8,4 +8,5 @@ urlpatterns = [
     path("<int:pk>/edit/", views.edit, name="submission-edit"),
     path("<int:pk>/cancel/", views.cancel, name="submission-cancel"),
     path("<int:pk>/public/", views.toggle_public, name="submission-toggle-public"),
+    path("<int:pk>/phase-choice/", views.select_for_phase, name="submission-phase-choice"),
 ]

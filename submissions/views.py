@@ -4,6 +4,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,9 +16,9 @@ from benchmark.models import Task
 from core.jobs import WAITING
 from scoring.analysis.features import EXTRACTOR_METHODS
 
-from . import diagnostics, intake, model_runs, rescoring
+from . import diagnostics, intake, model_runs, phases, rescoring
 from .forms import EntryEditForm, PredictionUploadForm, system_names_of
-from .models import DevSetUse, Status, Submission
+from .models import DevSetUse, PhaseSelection, Status, Submission
 
 
 @login_required
@@ -61,6 +62,35 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                            "total_minutes": f"{settings.SANDBOX_TOTAL_SECONDS / 60:g}"},
         "track_model_kind": track_model_kind(task),
     }, status=status)
+
+
+def phase_choice(request: HttpRequest, submission: Submission) -> dict[str, Any] | None:
+    """Whether the visitor may pick this entry to count in its phase's final ranking (its team's
+    or their own scored entry, before the phase is closed), and whether it is the pick."""
+    phase = submission.phase
+    user = request.user
+    if phase is None or phase.closed_at is not None or submission.status != Status.SCORED:
+        return None
+    if not isinstance(user, User) or submission.entrant != phases.entrant_of(user):
+        return None
+    chosen = PhaseSelection.objects.filter(phase=phase, entrant=submission.entrant,
+                                           submission=submission).exists()
+    return {"phase": phase, "chosen": chosen}
+
+
+@login_required
+@require_POST
+def select_for_phase(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    submission = get_object_or_404(Submission.objects.select_related("phase"), pk=pk)
+    if submission.phase is None:
+        raise Http404("This entry was not made in a phase.")
+    try:
+        phases.select_entry(request.user, submission.phase, submission)
+    except phases.SelectionRefused as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Entry #{submission.pk} now counts in phase {submission.phase.name!r}.")
+    return redirect(submission)
 
 
 def declarations_of(data: dict[str, Any]) -> dict[str, str]:
@@ -145,6 +175,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "ahead": ahead,
         "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],
         "is_owner": submission.user_id == getattr(request.user, "id", None),
+        "phase_choice": phase_choice(request, submission),
         "refresh": not submission.is_terminal or submission.diagnostics_status in WAITING,
         "diagnostics": present_diagnostics(
             diagnostics.published(submission.diagnostics, hidden=submission.test_set.is_hidden)),
