@@ -196,13 +196,13 @@ def run(submission: Submission, n_permutations: int | None = None) -> dict[str, 
 def suppressed_parts(diagnostics: dict[str, Any]) -> list[str]:
     """Readable names of the groupings where the disclosure rule pooled groups or withheld rows
     (for the page's note), e.g. "question type", "ICQ accuracy test (2 cues)"."""
-    found = []
-    for test in (diagnostics.get("question_types") or {}).get("categorical", {}).get("tests", []):
-        if test.get("pooled_for_outcomes") or test.get("withheld"):
-            found.append(test["variable"].replace("_", " "))
-    for prop in (diagnostics.get("linguistic_bias") or {}).get("properties", []):
-        if prop.get("pooled_for_outcomes") or prop.get("withheld"):
-            found.append(f"linguistic: {prop['name'].replace('_', ' ')}")
+    def suppressed(part: dict[str, Any]) -> bool:
+        return bool(part.get("pooled_for_outcomes") or part.get("withheld"))
+
+    tests = (diagnostics.get("question_types") or {}).get("categorical", {}).get("tests", [])
+    properties = (diagnostics.get("linguistic_bias") or {}).get("properties", [])
+    found = [test["variable"].replace("_", " ") for test in tests if suppressed(test)]
+    found += [f"linguistic: {prop['name'].replace('_', ' ')}" for prop in properties if suppressed(prop)]
     icq_part = diagnostics.get("icq") or {}
     for key, name in (("accuracy_test", "ICQ accuracy test"), ("distribution_test", "ICQ distribution test")):
         withheld = sum(1 for row in icq_part.get(key) or [] if row.get("withheld"))
@@ -223,24 +223,47 @@ def published(diagnostics: dict[str, Any] | None, *, hidden: bool) -> dict[str, 
     if not stored or not hidden or "error" in stored or current:
         return stored
     shown = copy.deepcopy(stored)
+    for withhold_revealing in (_filter_question_types, _filter_linguistic, _filter_icq):
+        withhold_revealing(shown)
+    shown["disclosure"] = {"version": None, "rule": disclosure.RULE, "suppressed": suppressed_parts(shown),
+                           "recompute": True}
+    return shown
+
+
+# The filters ``published`` applies, one per diagnostic, to a hidden split's diagnostics computed
+# before the disclosure rule (in place, on a copy).
+
+def _filter_question_types(shown: dict[str, Any]) -> None:
+    """A categorical test with a group, or the remainder the totals give, that reveals its
+    members' outcomes is withheld; the question-type one takes its one-vs-rest tests with it."""
     qt = shown.get("question_types")
-    if qt:
-        for test in qt.get("categorical", {}).get("tests", []):
-            groups = test.get("groups", {})
-            blocks = [(g["correct"], g["n"]) for g in groups.values()]
-            rest_n = qt["n_items"] - sum(n for _, n in blocks)
-            blocks.append((qt["n_correct"] - sum(c for c, _ in blocks), rest_n))
-            if any(n and disclosure.reveals_members(c, 0, n) for c, n in blocks):
-                _withhold(test, groups={}, order=[], statistic=None, p_value=None, p_value_se=None,
-                          p_value_chi_square=None, significant=None)
-                if test["variable"] == "question_type":
-                    qt["one_vs_rest"] = {**qt.get("one_vs_rest", {}), "tests": [], "threshold": None}
+    if not qt:
+        return
+    for test in qt.get("categorical", {}).get("tests", []):
+        groups = test.get("groups", {})
+        blocks = [(g["correct"], g["n"]) for g in groups.values()]
+        rest_n = qt["n_items"] - sum(n for _, n in blocks)
+        blocks.append((qt["n_correct"] - sum(c for c, _ in blocks), rest_n))
+        if any(n and disclosure.reveals_members(c, 0, n) for c, n in blocks):
+            _withhold(test, groups={}, order=[], statistic=None, p_value=None, p_value_se=None,
+                      p_value_chi_square=None, significant=None)
+            if test["variable"] == "question_type":
+                qt["one_vs_rest"] = {**qt.get("one_vs_rest", {}), "tests": [], "threshold": None}
+
+
+def _filter_linguistic(shown: dict[str, Any]) -> None:
     for prop in (shown.get("linguistic_bias") or {}).get("properties", []):
         # The remainder's F1 follows from the score, which is not stored here: withheld with it.
         if prop.get("hidden_items") or any(disclosure.reveals_members(b["f1"] * b["n"], 0, b["n"])
                                            for b in prop.get("bins", [])):
             _withhold(prop, bins=[], bias=None, between_bin_variance=None, null_expectation=None,
                       bias_corrected=None, p_value=None)
+
+
+def _filter_icq(shown: dict[str, Any]) -> None:
+    """An accuracy-test row whose counts are not disclosable is withheld (the Holm adjustment is
+    redone over the rows left); the distribution test is withheld whole: its check needs the
+    predictions, which are not stored."""
     icq_part = shown.get("icq") or {}
     rows = icq_part.get("accuracy_test") or []
     for row in rows:
@@ -256,9 +279,6 @@ def published(diagnostics: dict[str, Any] | None, *, hidden: bool) -> dict[str, 
              "reference_dist": row.get("reference_dist", {}), "n_flat": None, "p_value": None, "p_holm": None,
              "follows_cue": None, "follows_cue_published": None, "withheld": True}
             for row in icq_part["distribution_test"]]
-    shown["disclosure"] = {"version": None, "rule": disclosure.RULE, "suppressed": suppressed_parts(shown),
-                           "recompute": True}
-    return shown
 
 
 def _withhold(part: dict[str, Any], **emptied: Any) -> None:
