@@ -71,35 +71,61 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
                   "test": "paired sign-flip permutation on per-question scores (two-sided)"}
 
     result = {"a": summary(a), "b": summary(b), "same_test_set": same_items, "metrics": metrics, "paired": paired}
-    gaps_a, gaps_b = (a.details or {}).get("skills", {}), (b.details or {}).get("skills", {})
-    if gaps_a or gaps_b:
-        result["skills"] = side_by_side(list(gaps_a.values()), list(gaps_b.values()), "skill",
-                                        ["name", "gap", "ci_low", "ci_high", "variant_f1"])
-    cl_a, cl_b = (a.details or {}).get("checklist"), (b.details or {}).get("checklist")
-    if cl_a or cl_b:
-        result["checklist"] = {
-            "tests": side_by_side((cl_a or {}).get("tests", []), (cl_b or {}).get("tests", []), "name",
-                                  ["capability", "failure_rate", "bert_failure_rate"]),
-            "capabilities": side_by_side((cl_a or {}).get("capabilities", []), (cl_b or {}).get("capabilities", []),
-                                         "capability", ["failure_rate", "bert_failure_rate"]),
-        }
+    details_a, details_b = a.details or {}, b.details or {}
     # What each entry's page may show (scoring.disclosure on hidden splits), never the raw rows.
     shown_a = diagnostics.published(a.diagnostics, hidden=a.test_set.is_hidden)
     shown_b = diagnostics.published(b.diagnostics, hidden=b.test_set.is_hidden)
-    qt_a = shown_a.get("question_types")
-    qt_b = shown_b.get("question_types")
-    if qt_a or qt_b:
-        def per_type(qt: dict[str, Any] | None) -> list[dict[str, Any]]:
-            tests = (qt or {}).get("categorical", {}).get("tests", [])
-            groups: dict[str, dict[str, Any]] = next(
-                (t["groups"] for t in tests if t["variable"] == "question_type"), {})
-            return [{"type": name, **values} for name, values in groups.items()]
-
-        result["question_types"] = side_by_side(per_type(qt_a), per_type(qt_b), "type", ["n", "accuracy"])
-    icq_a, icq_b = shown_a.get("icq") or {}, shown_b.get("icq") or {}
-    if icq_a.get("accuracy_test") or icq_b.get("accuracy_test"):
-        def cues(part: dict[str, Any]) -> list[dict[str, Any]]:
-            return [{"cue": f"{r['feature']}={r['value']}", **r} for r in part.get("accuracy_test", [])]
-
-        result["icq"] = side_by_side(cues(icq_a), cues(icq_b), "cue", ["delta", "acc_with", "acc_without"])
+    sections = (("skills", _skills, details_a, details_b), ("checklist", _checklist, details_a, details_b),
+                ("question_types", _question_types, shown_a, shown_b), ("icq", _icq_cues, shown_a, shown_b))
+    for name, side_by_side_of, part_a, part_b in sections:
+        rows = side_by_side_of(part_a, part_b)
+        if rows is not None:
+            result[name] = rows
     return result
+
+
+# The diagnostic sections of a comparison: each is None when neither entry has that diagnostic.
+
+def _skills(details_a: dict[str, Any], details_b: dict[str, Any]) -> list[dict[str, Any]] | None:
+    gaps_a, gaps_b = details_a.get("skills", {}), details_b.get("skills", {})
+    if not (gaps_a or gaps_b):
+        return None
+    return side_by_side(list(gaps_a.values()), list(gaps_b.values()), "skill",
+                        ["name", "gap", "ci_low", "ci_high", "variant_f1"])
+
+
+def _checklist(details_a: dict[str, Any], details_b: dict[str, Any]) -> dict[str, Any] | None:
+    cl_a, cl_b = details_a.get("checklist"), details_b.get("checklist")
+    if not (cl_a or cl_b):
+        return None
+    return {
+        "tests": side_by_side((cl_a or {}).get("tests", []), (cl_b or {}).get("tests", []), "name",
+                              ["capability", "failure_rate", "bert_failure_rate"]),
+        "capabilities": side_by_side((cl_a or {}).get("capabilities", []), (cl_b or {}).get("capabilities", []),
+                                     "capability", ["failure_rate", "bert_failure_rate"]),
+    }
+
+
+def _question_types(shown_a: dict[str, Any], shown_b: dict[str, Any]) -> list[dict[str, Any]] | None:
+    qt_a, qt_b = shown_a.get("question_types"), shown_b.get("question_types")
+    if not (qt_a or qt_b):
+        return None
+
+    def per_type(qt: dict[str, Any] | None) -> list[dict[str, Any]]:
+        tests = (qt or {}).get("categorical", {}).get("tests", [])
+        groups: dict[str, dict[str, Any]] = next(
+            (t["groups"] for t in tests if t["variable"] == "question_type"), {})
+        return [{"type": name, **values} for name, values in groups.items()]
+
+    return side_by_side(per_type(qt_a), per_type(qt_b), "type", ["n", "accuracy"])
+
+
+def _icq_cues(shown_a: dict[str, Any], shown_b: dict[str, Any]) -> list[dict[str, Any]] | None:
+    icq_a, icq_b = shown_a.get("icq") or {}, shown_b.get("icq") or {}
+    if not (icq_a.get("accuracy_test") or icq_b.get("accuracy_test")):
+        return None
+
+    def cues(part: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"cue": f"{r['feature']}={r['value']}", **r} for r in part.get("accuracy_test", [])]
+
+    return side_by_side(cues(icq_a), cues(icq_b), "cue", ["delta", "acc_with", "acc_without"])
