@@ -201,38 +201,51 @@ def ranks(task: Task, test_set_id: int, scores_of: dict[int, dict[str, Any]] | N
 def report(plan_: Plan, results: list[Outcome], before_ranks: dict[int, int | None], *, top: int = 5) -> str:
     """The text the command ends with: counts, the largest score changes, the rank changes."""
     counts = {key: sum(1 for o in results if o.status == key) for key in ("changed", "unchanged", "failed", "pending")}
-    after_ranks: dict[int, int | None] = {}
-    rescored_slugs = {o.target.task_slug for o in results if o.status in ("changed", "unchanged")}
-    for task in Task.objects.filter(slug__in=rescored_slugs):  # one board per task
-        test_set = task.current_test_set()
-        after_ranks.update(ranks(task, test_set.pk) if test_set else {})
     lines = [
         f"re-scored: {counts['changed'] + counts['unchanged']} "
         f"(score changed: {counts['changed']}, unchanged: {counts['unchanged']}); "
         f"failed: {counts['failed']}; still running: {counts['pending']}; already up to date: {plan_.up_to_date}",
     ]
-    moved = sorted((o for o in results if o.primary_change), key=lambda o: -abs(o.primary_change or 0.0))
-    if moved:
-        lines.append("largest score changes (primary metric):")
-        for o in moved[:top]:
-            t = o.target
-            lines.append(f"  #{t.submission_id} {t.method} [{t.task_slug}] {t.primary_metric} "
-                         f"{t.before_scores.get(t.primary_metric):.3f} -> {o.after_scores.get(t.primary_metric):.3f} "
-                         f"({o.primary_change:+.3f}; test set {t.before_version} -> {o.after_version})")
-    rank_changes = [(o, before_ranks.get(o.target.submission_id), after_ranks.get(o.target.submission_id))
-                    for o in results if o.status in ("changed", "unchanged")]
-    rank_changes = [item for item in rank_changes if item[1] != item[2]]
-    if rank_changes:
-        lines.append("rank changes (public entries):")
-        for o, before, after in sorted(rank_changes, key=lambda item: item[2] or 10**9)[:top * 4]:
-            lines.append(f"  #{o.target.submission_id} {o.target.method} [{o.target.task_slug}] "
-                         f"{before or '-'} -> {after or '-'}")
-    else:
-        lines.append("rank changes: none")
+    lines += _score_changes(results, top)
+    lines += _rank_changes(results, before_ranks, top)
     for o in results:
         if o.status == "failed":
             lines.append(f"  failed #{o.target.submission_id} {o.target.method} [{o.target.task_slug}]: {o.message}")
     return "\n".join(lines)
+
+
+def _score_changes(results: list[Outcome], top: int) -> list[str]:
+    """The report's lines on the ``top`` largest changes of the primary metric (none: no line)."""
+    moved = sorted((o for o in results if o.primary_change), key=lambda o: -abs(o.primary_change or 0.0))
+    if not moved:
+        return []
+    lines = ["largest score changes (primary metric):"]
+    for o in moved[:top]:
+        t = o.target
+        lines.append(f"  #{t.submission_id} {t.method} [{t.task_slug}] {t.primary_metric} "
+                     f"{t.before_scores.get(t.primary_metric):.3f} -> {o.after_scores.get(t.primary_metric):.3f} "
+                     f"({o.primary_change:+.3f}; test set {t.before_version} -> {o.after_version})")
+    return lines
+
+
+def _rank_changes(results: list[Outcome], before_ranks: dict[int, int | None], top: int) -> list[str]:
+    """The report's lines on the public entries whose rank moved, read on each re-scored task's
+    board as it is now (one board per task)."""
+    rescored = [o for o in results if o.status in ("changed", "unchanged")]
+    after_ranks: dict[int, int | None] = {}
+    for task in Task.objects.filter(slug__in={o.target.task_slug for o in rescored}):
+        test_set = task.current_test_set()
+        after_ranks.update(ranks(task, test_set.pk) if test_set else {})
+    rank_changes = [(o, before_ranks.get(o.target.submission_id), after_ranks.get(o.target.submission_id))
+                    for o in rescored]
+    rank_changes = [item for item in rank_changes if item[1] != item[2]]
+    if not rank_changes:
+        return ["rank changes: none"]
+    lines = ["rank changes (public entries):"]
+    for o, before, after in sorted(rank_changes, key=lambda item: item[2] or 10**9)[:top * 4]:
+        lines.append(f"  #{o.target.submission_id} {o.target.method} [{o.target.task_slug}] "
+                     f"{before or '-'} -> {after or '-'}")
+    return lines
 
 
 def ranks_before(plan_: Plan) -> dict[int, int | None]:
