@@ -44,7 +44,6 @@ class Command(BaseCommand):
         # torch is heavy and reads OMP_WAIT_POLICY when it loads: imported after the line above.
         import torch  # noqa: PLC0415
 
-        from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415
         from scoring.models.interpreters import BASELINE_METHODS  # noqa: PLC0415
 
         torch.set_num_threads(2)
@@ -71,6 +70,13 @@ class Command(BaseCommand):
         samples = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs["data"]
         if opts["limit"]:
             samples = samples[: opts["limit"]]
+        return self.run_here(task, user, methods, samples)
+
+    def run_here(self, task: Task, user: User, methods: list[str], samples: list[dict[str, Any]]) -> None:
+        """Explain ``samples`` with every method in this process, then submit and score one row
+        per method (the quickest way: no job state, no checkpoint)."""
+        from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415  (torch: see handle)
+
         # The default batch size: 2 for a QA model, as officially (its unmasked padding makes the
         # numbers depend on the batch; the sandbox loads it the same way), 8 for a classifier.
         model = load_hosted_model(task.track.hosted_model.path, task.track.hosted_model.kind)
