@@ -1,16 +1,23 @@
 import json
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from .stack import REPO, Stack, reachable
 
-SHARED_EXPMRC = REPO.parent / "shared" / "data" / "expmrc"
+# Where the stacks' processes read the demo data: they inherit this environment, so the server
+# takes EXPBENCH_SHARED_DATA (else ../shared/data) exactly as settings do here. A path of the
+# test's own would disagree with the server's in a checkout elsewhere, and the uploads made from
+# it would miss the server's test set.
+SHARED_EXPMRC = Path(settings.SHARED_DATA_DIR) / "expmrc"
 FIXTURE_EXPMRC = REPO / "benchmark" / "fixtures" / "expmrc"
 
 
 def sample_and_expected():
-    """The official SQuAD sample submission and its official figures when ../shared/data is
-    here; otherwise perfect predictions for the bundled fixture (every score 100)."""
+    """The official SQuAD sample submission and its official figures when the shared data has
+    it (the server then has the SQuAD dev set); otherwise perfect predictions for the bundled
+    fixture, which the server loads instead (every score 100)."""
     sample = SHARED_EXPMRC / "sample_submission" / "squad.json"
     if sample.exists():
         return sample.read_bytes(), {"overall_f1": 71.690, "answer_f1": 92.875, "evidence_f1": 76.760}
