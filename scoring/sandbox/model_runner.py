@@ -191,7 +191,12 @@ class _Sandbox:
     def environment(self) -> dict[str, str]:
         """What a model run adds to the child's environment: its device, and a fixed hash
         seed, so that set and dict orders (and sums taken in them) repeat from run to run."""
-        return {DEVICE_VARIABLE: self.device, "PYTHONHASHSEED": "0"}
+        environment = {DEVICE_VARIABLE: self.device, "PYTHONHASHSEED": "0"}
+        # The CUDA driver's libraries are found through the worker's own search path (the jail
+        # starts from an empty environment and has no /etc/ld.so.cache).
+        if self.device == "cuda" and os.environ.get("LD_LIBRARY_PATH"):
+            environment["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+        return environment
 
     def isolation(self) -> list[str]:
         if self.mode == "none":

@@ -10,7 +10,8 @@ from scoring.model_bundles.build import build_reference_bundle
 from scoring.model_bundles.pipeline import run_model
 from scoring.sandbox import SandboxUnavailable
 from scoring.sandbox.model_contract import MODEL_FAILURES, ModelBudget
-from scoring.sandbox.model_runner import run_model_bundle
+from scoring.sandbox.limits import SandboxLimits
+from scoring.sandbox.model_runner import _ModelJob, _Sandbox, run_model_bundle
 from tests.scoring.model_bundle_fixtures import BAD_BUNDLES, MULTICHOICE_INPUTS, SECRET, SPAN_INPUTS, write_bundle
 
 pytestmark = pytest.mark.needs_bwrap
@@ -121,3 +122,17 @@ def test_a_gpu_run_without_gpu_device_nodes_is_refused_not_run_on_cpu(tmp_path, 
     monkeypatch.setattr("scoring.sandbox.model_runner.gpu_device_nodes", lambda: ())
     with pytest.raises(SandboxUnavailable, match="no /dev/nvidia"):
         run_model_bundle(build_reference_bundle(tmp_path / "r.zip"), [{"id": "a"}], gpu=True)
+
+
+def test_a_gpu_run_passes_the_driver_library_path_into_the_jail(monkeypatch):
+    """The jail starts from an empty environment and has no ld.so.cache: the CUDA driver's
+    libraries are found through the worker's LD_LIBRARY_PATH, passed on for GPU runs only."""
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+    job = _ModelJob()
+    try:
+        gpu = _Sandbox(job, SandboxLimits(), "bwrap", "cuda", ("/dev/nvidia0",), True, False).environment()
+        cpu = _Sandbox(job, SandboxLimits(), "bwrap", "cpu", (), True, False).environment()
+    finally:
+        job.cleanup()
+    assert gpu["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64" and gpu["EXPBENCH_DEVICE"] == "cuda"
+    assert "LD_LIBRARY_PATH" not in cpu and cpu["EXPBENCH_DEVICE"] == "cpu"
