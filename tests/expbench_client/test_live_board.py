@@ -24,7 +24,7 @@ SLUG = "expmrc-squad"
 @pytest.fixture
 def board(settings, transactional_db, tmp_path, monkeypatch):
     settings.TIER_RESAMPLES = 20
-    settings.ALLOWED_HOSTS = ["127.0.0.1"]  # the thread's server is reached by this address
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "testserver"]  # the thread's server; Django's test client
     settings.API_MAX_PAGE_SIZE = 7  # the client asks for 1,000 a page: the server cuts it to 7
     monkeypatch.setenv("EXPBENCH_CONFIG", str(tmp_path / "config.json"))
     for name in ("EXPBENCH_URL", "EXPBENCH_TOKEN"):
