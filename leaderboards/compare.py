@@ -53,14 +53,21 @@ def summary(sub: Submission) -> dict[str, Any]:
             "test_set_version": sub.test_set.version, "scores": sub.scores, "ci": sub.ci}
 
 
+def scored_items(sub: Submission) -> tuple[int, int | None]:
+    """Which items an entry's rows cover: its test set, and the phase whose public part alone it
+    shows before that phase ends (None: the whole test set, docs/phases.md)."""
+    return sub.test_set_id, sub.phase_id if sub.held_item_scores is not None else None
+
+
 def compare(a: Submission, b: Submission) -> dict[str, Any]:
-    same_items = a.test_set_id == b.test_set_id
+    same_items = scored_items(a) == scored_items(b)
     metrics = []
     for key, label in a.task.metric_columns:
         va, vb = a.scores.get(key), b.scores.get(key)
         metrics.append({"metric": key, "label": label, "a": va, "b": vb,
                         "difference": va - vb if va is not None and vb is not None else None})
-    paired = {"applicable": False, "note": "The two entries were scored on different test sets."}
+    paired = {"applicable": False, "note": "The two entries were scored on different test sets (or one shows only "
+                                           "the public part of its phase's test set until the phase ends)."}
     if same_items:
         column = a.task.primary_index
         items = item_scores_of([a.pk, b.pk])

@@ -112,6 +112,15 @@ def test_the_private_part_is_held_until_the_phase_ends_then_revealed(task):
     assert rows["Mine"]["scores"] == rows["Perfect"]["scores"] and rows["Mine"]["rank"] == rows["Perfect"]["rank"]
     assert rows["Mine"]["p_vs_leader"] in (None, 1.0)
 
+    # An entry made outside the phase covers the whole test set: no paired test with a held one.
+    outside = Submission.objects.create(user=make_user("carol"), task=task, test_set=gold, method_name="Outside",
+                                        status=Status.SCORED, scores={"overall_f1": 50.0},
+                                        item_scores=[[1.0, 1.0, 1.0]] * N_QUESTIONS, public=True)
+    compared = Client().get(f"/api/v1/compare/?a={entry_id}&b={outside.pk}")
+    assert compared.status_code == 200 and compared.json()["paired"]["applicable"] is False
+    assert Client().get(f"/api/v1/compare/?a={entry_id}&b={other}").json()["paired"]["applicable"] is True
+    outside.delete()
+
     assert close(phase) == {"closed": 1, "revealed": 2}
     revealed = Submission.objects.get(pk=entry_id)
     assert revealed.held_item_scores is None and len(revealed.item_scores) == N_QUESTIONS
