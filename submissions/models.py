@@ -31,7 +31,7 @@ class Status(models.TextChoices):
 
 LEGAL_TRANSITIONS = {
     Status.UPLOADED: {Status.QUEUED, Status.REJECTED},
-    Status.QUEUED: {Status.RUNNING, Status.FAILED, Status.CANCELLED},
+    Status.QUEUED: {Status.RUNNING, Status.CANCELLED},
     # running -> queued: the reaper gives back a run whose worker vanished; running -> running:
     # a worker re-claims a run whose lease expired (its first worker died) before the reaper did.
     Status.RUNNING: {Status.SCORED, Status.FAILED, Status.REJECTED, Status.QUEUED, Status.RUNNING},
@@ -52,7 +52,6 @@ class ErrorCategory(models.TextChoices):
     INVALID_INPUT = "invalid_input", "Invalid file"
     WORKER_LOST = "worker_lost", "Scoring worker lost"
     SCORER_ERROR = "scorer_error", "Internal scoring error"
-    TEST_SET_GONE = "test_set_gone", "Test set withdrawn"
     CODE_FAILED = "code_failed", "Interpreter code failed"
     SCORING_TIME = "scoring_time", "Scoring time limit"
     SMOKE_FAILED = "smoke_failed", "Model failed on the public sample"
@@ -61,7 +60,7 @@ class ErrorCategory(models.TextChoices):
 
 # Failures caused by the platform, not by the researcher: they are refunded (not counted
 # against the quota) and can be retried.
-PLATFORM_CATEGORIES = {ErrorCategory.WORKER_LOST, ErrorCategory.SCORER_ERROR, ErrorCategory.TEST_SET_GONE}
+PLATFORM_CATEGORIES = {ErrorCategory.WORKER_LOST, ErrorCategory.SCORER_ERROR}
 
 ERROR_HELP: dict[str, str] = {
     ErrorCategory.INVALID_INPUT: "The file does not follow the prediction format. Fix it and upload again; "
@@ -70,7 +69,6 @@ ERROR_HELP: dict[str, str] = {
     "This is our fault; it does not count against your quota and maintainers can retry it.",
     ErrorCategory.SCORER_ERROR: "The scorer failed on this file. This is our fault; it does not count "
     "against your quota and maintainers can retry it.",
-    ErrorCategory.TEST_SET_GONE: "The test set was withdrawn before the file could be scored.",
     ErrorCategory.SCORING_TIME: "Your file took longer to score than the limit for one file. It counts against "
     "your quota. Send short predictions (spans of the passage) and upload again.",
     ErrorCategory.SMOKE_FAILED: "Your model failed its smoke run on the task's public sample (its full log is on "
