@@ -7,9 +7,11 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from benchmark.models import boards_changed
+from scoring import withdrawn
 
 from . import intake, rescoring
 from .models import NameChange, ScoreRecord, Status, Submission
+from .selectors import board_placement
 
 
 class ScoreRecordInline(admin.TabularInline):
@@ -59,7 +61,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "user", "task", "test_set", "kind", "stored_file", "original_filename", "size", "sha256", "status",
         "error_category", "error_message", "created_at", "queued_at", "started_at", "finished_at",
-        "lease_expires_at", "attempts", "scorer_version", "scores", "ci", "total", "unanswered",
+        "lease_expires_at", "attempts", "scorer_version", "scores", "ci", "total", "unanswered", "leaderboard",
     ]
     actions = ["retry", "hide", "show", "verify", "unverify", "unflag"]
 
@@ -70,6 +72,14 @@ class SubmissionAdmin(admin.ModelAdmin):
     @admin.display(description="stored file")
     def stored_file(self, submission: Submission) -> str:
         return submission.file.name or "—"
+
+    @admin.display(description="leaderboard")
+    def leaderboard(self, submission: Submission) -> str:
+        """What the entry's page says about the board (off it, and why; listed without a rank), and
+        the predictions a re-score on a corrected version ignored."""
+        ignored = (submission.details or {}).get("withdrawn_predictions")
+        note = f" {withdrawn.note(ignored)}." if ignored else ""
+        return board_placement(submission).text + note
 
     @admin.display(boolean=True)
     def flagged(self, submission: Submission) -> bool:
@@ -89,7 +99,8 @@ class SubmissionAdmin(admin.ModelAdmin):
                                       changed_by=request.user if request.user.is_authenticated else None)
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="Re-score on the current test set and scorer (scored), or retry (failed)")
+    @admin.action(description="Re-score on the current test set and scorer (scored), or retry (failed); "
+                              "predictions for withdrawn questions are ignored, missing ones score 0")
     def retry(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         """Scored entries are re-scored as ``manage.py rescore`` does (current test set, current
         scorer, previous score kept until the new one is stored); failed ones are retried."""

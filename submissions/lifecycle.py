@@ -185,10 +185,11 @@ def notify_after_commit(submission_id: int) -> None:
 
 
 def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores: list, total: int,
-                 unanswered: int, scorer_version: str, details: dict | None = None) -> bool:
+                 unanswered: int, scorer_version: str, details: dict | None = None, note: str = "") -> bool:
     """running -> scored. The score joins the submission's history (``ScoreRecord``), tagged with
-    the test-set and scorer versions it was computed on; a re-score's target test set becomes
-    the submission's test set in the same transaction, so the board never mixes versions."""
+    the test-set and scorer versions it was computed on (and ``note``, e.g. predictions ignored);
+    a re-score's target test set becomes the submission's test set in the same transaction, so
+    the board never mixes versions."""
     test_set = submission.scoring_test_set
     previous = last_score(submission)
     now = timezone.now()
@@ -205,7 +206,7 @@ def store_scores(submission: Submission, *, scores: dict, ci: dict, item_scores:
             ScoreRecord.objects.create(
                 submission=submission, test_set=test_set, test_set_version=test_set.version,
                 scorer_version=scorer_version, scores=scores, ci=ci, total=total, unanswered=unanswered,
-                reason=score_change_reason(previous, test_set, scorer_version), scored_at=now)
+                reason=_with_note(score_change_reason(previous, test_set, scorer_version), note), scored_at=now)
     return finished
 
 
@@ -220,6 +221,14 @@ def score_change_reason(previous: ScoreRecord | None, test_set: Any, scorer_vers
     if previous.scorer_version != scorer_version:
         changes.append(f"scorer {previous.scorer_version} → {scorer_version}")
     return "re-scored: " + "; ".join(changes) if changes else "re-scored (same test set and scorer)"
+
+
+def _with_note(reason: str, note: str) -> str:
+    """A history reason with its note, within the column's 300 characters (the note kept whole)."""
+    if not note:
+        return reason
+    room = 300 - len(note) - 2
+    return (reason if len(reason) <= room else reason[:room - 1] + "…") + "; " + note
 
 
 def last_score(submission: Submission) -> ScoreRecord | None:

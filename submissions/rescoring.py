@@ -259,3 +259,16 @@ def ranks_before(plan_: Plan) -> dict[int, int | None]:
         board = ranks(Task.objects.get(pk=task_id), test_set_id)
         result.update({pk: board.get(pk) for pk in ids})
     return result
+
+
+def withdrawn_lines(results: list[Outcome]) -> list[str]:
+    """The report's lines on predictions ignored because their questions were withdrawn from the
+    new test-set version (the policy of docs/operations.md#re-scoring)."""
+    rescored = {o.target.submission_id: o for o in results if o.status in ("changed", "unchanged")}
+    counts = {pk: (details or {}).get("withdrawn_predictions") for pk, details in
+              Submission.objects.filter(pk__in=list(rescored)).values_list("pk", "details")}
+    lines = [f"  #{pk} {rescored[pk].target.method} [{rescored[pk].target.task_slug}]: {count} prediction"
+             f"{'' if count == 1 else 's'} for withdrawn questions ignored"
+             for pk, count in sorted(counts.items()) if count]
+    return ["predictions ignored (questions withdrawn from the test set; missing questions score 0):", *lines] \
+        if lines else []

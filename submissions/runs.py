@@ -9,7 +9,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from benchmark.models import Task
-from scoring import stats
+from scoring import stats, withdrawn
 
 from . import diagnostics, lifecycle
 from .models import ErrorCategory, Status, Submission
@@ -70,11 +70,17 @@ def _score_and_store(submission):
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
     try:
-        predictions = scorer.parse(raw, submission.scoring_test_set, max_bytes=settings.SUBMISSION_MAX_BYTES,
-                                   stored=True)
+        predictions, withdrawn_keys = scorer.parse_stored(raw, submission.scoring_test_set,
+                                                          max_bytes=settings.SUBMISSION_MAX_BYTES)
     except InvalidPredictions as exc:
         return lifecycle.reject_run(submission, str(exc))
     run = scorer.score(submission.task, submission.scoring_test_set, predictions)
+    note = ""
+    if withdrawn_keys:
+        # The policy of re-scoring on a corrected version (docs/operations.md#re-scoring): the
+        # predictions for withdrawn questions are ignored and counted; added questions score 0.
+        run.details["withdrawn_predictions"] = len(withdrawn_keys)
+        note = withdrawn.note(len(withdrawn_keys))
     return lifecycle.store_scores(
         submission,
         scores=run.scores,
@@ -84,6 +90,7 @@ def _score_and_store(submission):
         unanswered=run.unanswered,
         scorer_version=scorer.version,
         details=run.details,
+        note=note,
     )
 
 

@@ -1,9 +1,10 @@
 """Which pure scorer a submission uses, behind one small interface.
 
 ``parse(raw, test_set, max_bytes=..., stored=False)`` validates an upload (InvalidPredictions with a
-precise, gold-free message); ``score(task, test_set, predictions)`` returns a ScoredRun whose
-per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers and diagnostics
-work the same for every kind.
+precise, gold-free message; ``stored=True`` reads a file accepted before, ignoring predictions for
+withdrawn questions, ``parse_stored`` returns their keys too); ``score(task, test_set, predictions)``
+returns a ScoredRun whose per-item rows follow the task's metric columns (0-1 scale), so CIs, tiers
+and diagnostics work the same for every kind.
 """
 from typing import Any, Protocol
 
@@ -23,6 +24,8 @@ class Scorer(Protocol):
 
     def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> Any: ...
 
+    def parse_stored(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> tuple[Any, list[str]]: ...
+
     def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun: ...
 
 
@@ -34,7 +37,15 @@ class KindScorer:
         self.version = kind.scorer_version
 
     def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int, stored: bool = False) -> Any:
+        """``stored``: a file accepted before, read again (re-scoring, diagnostics): predictions for
+        questions the test set no longer holds are ignored. A new upload is parsed strictly."""
+        if stored:
+            return self.parse_stored(raw, test_set, max_bytes=max_bytes)[0]
         return self.kind.parse_predictions(raw, test_set, max_bytes=max_bytes)
+
+    def parse_stored(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> tuple[Any, list[str]]:
+        """A stored file and the keys of its predictions for withdrawn questions (ignored)."""
+        return self.kind.parse_stored_predictions(raw, test_set, max_bytes=max_bytes)
 
     def score(self, task: Task, test_set: TestSet, predictions: Any) -> ScoredRun:
         return self.kind.score(test_set, predictions)
@@ -72,6 +83,10 @@ class SkillsScorer:
             spec = test_set.key_spec if name == "original" else variants[name].key_spec
             parsed[name] = skills.parse_section(name, section, expmrc.KeySpec.from_dict(spec), max_bytes=max_bytes)
         return parsed
+
+    def parse_stored(self, raw: bytes, test_set: TestSet, *, max_bytes: int) -> tuple[Any, list[str]]:
+        """Skill files are re-scored on the test set their variants were built from: nothing is withdrawn."""
+        return self.parse(raw, test_set, max_bytes=max_bytes, stored=True), []
 
     def refusal(self, refused: list[str], test_set: TestSet, variants: dict[str, SkillVariant]) -> str:
         """Why sections cannot be scored: a skill not defined for the task's language, not

@@ -6,6 +6,7 @@ from benchmark.models import Task
 
 from .forms import EDITABLE_FIELDS, save_entry_edit
 from .models import DevSetUse, Submission
+from .selectors import board_placement
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
@@ -41,6 +42,10 @@ class SubmissionSerializer(serializers.ModelSerializer):
                                        help_text="running, but its worker stopped renewing the run: it will be "
                                                  "given to another worker")
 
+    leaderboard = serializers.SerializerMethodField(
+        help_text='where the entry stands with the public leaderboard: {"listed", "ranked", "note"} (note says why '
+                  "not listed or not ranked: private, flagged, scored on an earlier test-set version, ...)")
+
     class Meta:
         model = Submission
         # Never item_scores: per-question results of hidden splits stay on the server.
@@ -48,7 +53,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "id", "task", "test_set_version", "kind", "method_name", "system_name", "team", "description", "url",
             "public", "dev_set_use", "external_data", "code_url", "paper_url",
             "status", "stalled", "error", "scores", "ci", "details", "diagnostics_status", "total", "unanswered",
-            "attempts",
+            "attempts", "leaderboard",
             "scorer_version",
             "original_filename", "size", "sha256", "created_at", "queued_at", "started_at", "finished_at",
         ]
@@ -68,6 +73,10 @@ class SubmissionSerializer(serializers.ModelSerializer):
             data["details"] = {**data["details"], "sandbox": {k: v for k, v in sandbox.items()
                                                               if k != "first_failures"}}
         return data
+
+    def get_leaderboard(self, sub: Submission) -> dict[str, Any]:
+        placement = board_placement(sub)
+        return {"listed": placement.listed, "ranked": placement.ranked, "note": placement.text}
 
     def get_error(self, sub: Submission) -> dict | None:
         if not sub.error_category:

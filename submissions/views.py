@@ -19,6 +19,7 @@ from scoring.analysis.features import EXTRACTOR_METHODS
 from . import diagnostics, intake, model_runs, phases, rescoring
 from .forms import EntryEditForm, PredictionUploadForm, system_names_of
 from .models import DevSetUse, PhaseSelection, Status, Submission
+from .selectors import board_placement
 
 
 @login_required
@@ -186,6 +187,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
                     for record in submission.score_history.order_by("-scored_at", "-pk")],
         "primary_label": dict(submission.task.metric_columns)[submission.task.primary_metric],
         "stale": rescoring.is_stale(submission),
+        "placement": board_placement(submission),
         # The rename trail is for maintainers (it can name entries their owner since renamed).
         "name_changes": submission.name_changes.select_related("changed_by") if request.user.is_staff else None,
     })
@@ -266,6 +268,7 @@ def toggle_public(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     submission = owned(request, pk)
     submission.public = not submission.public
     submission.save(update_fields=["public"])
-    messages.success(request, "Shown on the public leaderboard." if submission.public
+    # Public is a wish: the page says whether the board shows the entry now (and why not).
+    messages.success(request, board_placement(submission).text if submission.public
                      else "Hidden from the leaderboard.")
     return redirect(submission)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from scoring.model_bundles import examples
+from scoring.withdrawn import drop_withdrawn
 
 
 class StoredSplit(Protocol):
@@ -138,6 +139,14 @@ class TaskKind:
         """Validate an uploaded prediction file against the split's public key spec; raises
         ``scoring.strict_json.InvalidPredictions`` with a gold-free message."""
         raise NotImplementedError
+
+    def parse_stored_predictions(self, raw: bytes, split: StoredSplit, *, max_bytes: int) -> tuple[Any, list[str]]:
+        """A stored file, parsed to be scored again (possibly on a later version of its test set):
+        predictions for questions the split no longer holds are dropped and returned, in file
+        order (``scoring.withdrawn``); the rest is validated as strictly as an upload."""
+        kept, withdrawn = drop_withdrawn(raw, frozenset(split.key_spec["keys"]), max_bytes=max_bytes,
+                                         expected='{"<id>": <prediction>}')
+        return self.parse_predictions(kept, split, max_bytes=max_bytes), withdrawn
 
     def score(self, split: StoredSplit, predictions: Any) -> ScoredRun:
         """Score parsed predictions against the split's gold: per-item rows follow

@@ -94,15 +94,12 @@ def test_a_new_version_keeps_the_board_and_rescore_brings_entries_back_with_thei
     assert entry.score_history.count() == 2
 
 
-def test_a_rescore_that_fails_loses_nothing(tmp_path):
+def test_a_rescore_that_fails_loses_nothing_and_the_command_says_so(tmp_path, monkeypatch):
     task = make_task("expmrc-squad")
     entry = scored(task, make_user(), perfect_predictions(fixture_gold("expmrc-squad")))
     before = dict(entry.scores)
-    gold = fixture_gold("expmrc-squad")
-    gold["data"][0]["paragraphs"][0]["qas"][0]["id"] = "fx-squad-renamed"  # the old file no longer fits
-    path = tmp_path / "v2.json"
-    path.write_text(json.dumps(gold), encoding="utf-8")
-    import_expmrc(path, task_slug="expmrc-squad", version="v2")
+    import_expmrc(corrected_gold(tmp_path), task_slug="expmrc-squad", version="v2")
+    entry.file.storage.delete(entry.file.name)  # the stored file is gone: nothing can be re-scored
     rescore("--task", "expmrc-squad", "--no-wait")
     run_queued()
     entry.refresh_from_db()
@@ -111,6 +108,15 @@ def test_a_rescore_that_fails_loses_nothing(tmp_path):
     failed = entry.score_history.order_by("-pk").first()
     assert failed.scores == {} and "re-scoring on test set v2 failed" in failed.reason
     assert intake.submissions_counted_today(entry.user, task) == 1
+    # The page does not claim a place on the board the entry does not have.
+    page = Client().get(f"/submissions/{entry.pk}/").content.decode()
+    assert "Ranked on the public leaderboard" not in page
+    assert "scored on test set v1, and the board shows v2; re-scoring on test set v2 failed" in page
+    # A maintainer's script sees the failure: the command exits non-zero (the workers run in
+    # the command's wait here).
+    monkeypatch.setattr(rescoring, "wait", lambda targets, **kwargs: run_queued() or True)
+    with pytest.raises(CommandError, match="1 re-score failed"):
+        rescore("--task", "expmrc-squad", "--force")
 
 
 def test_a_scorer_version_bump_marks_entries_stale_and_keeps_them_on_the_board(monkeypatch):

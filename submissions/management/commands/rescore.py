@@ -68,4 +68,12 @@ class Command(BaseCommand):
         finished = rescoring.wait(plan.targets, timeout=opts["timeout"], progress=progress)
         if not finished:
             self.stdout.write("Timed out waiting; the re-scores go on in the workers. Run the command again to resume.")
-        self.stdout.write(rescoring.report(plan, rescoring.outcomes(plan.targets), before))
+        results = rescoring.outcomes(plan.targets)
+        self.stdout.write(rescoring.report(plan, results, before))
+        for line in rescoring.withdrawn_lines(results):
+            self.stdout.write(line)
+        failed = sum(1 for outcome in results if outcome.status == "failed")
+        if failed:
+            # A maintainer's script must see it: the entries stay on their previous score.
+            raise CommandError(f"{failed} re-score{'' if failed == 1 else 's'} failed; "
+                               f"the entr{'y keeps its' if failed == 1 else 'ies keep their'} previous score.")
