@@ -187,12 +187,12 @@ def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[
     for start in range(0, len(samples), batch_size):
         batch = samples[start:start + batch_size]
         tokens = [model.n_tokens(s["question"], s["context"]) for s in batch]
-        fits = [s for s, n in zip(batch, tokens) if n <= MAX_TOKENS]
+        fits = [s for s, n in zip(batch, tokens, strict=True) if n <= MAX_TOKENS]
         answerable = {}
         if fits:
             predicted = model.predict([s["question"] for s in fits], [s["context"] for s in fits])
-            answerable = {s["id"]: bool(p) for s, p in zip(fits, predicted)}
-        for sample, n in zip(batch, tokens):
+            answerable = {s["id"]: bool(p) for s, p in zip(fits, predicted, strict=True)}
+        for sample, n in zip(batch, tokens, strict=True):
             ok = answerable.get(sample["id"], False)
             inclusion[sample["id"]] = {"tokens": n, "answerable": ok if n <= MAX_TOKENS else None,
                                        "included": n <= MAX_TOKENS and ok}

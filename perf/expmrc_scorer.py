@@ -204,7 +204,7 @@ def main() -> int:
     batches, raw_batches = [], []
     for r in range(args.repeats):
         part = slice(r * args.submissions, (r + 1) * args.submissions)
-        raw = [(gold, predictions) for gold, subs in zip(golds, generated) for predictions in subs[part]]
+        raw = [(gold, predictions) for gold, subs in zip(golds, generated, strict=True) for predictions in subs[part]]
         raw_batches.append(raw)
         batches.append([(gold, expmrc.parse_predictions(json.dumps(p).encode(), expmrc.key_spec(gold)))
                         for gold, p in raw])
@@ -214,10 +214,10 @@ def main() -> int:
 
     # Totals over all batches: each side scores exactly the same submissions, each once per repeat.
     warm = cold = peer = 0.0
-    for batch, raw in zip(batches, raw_batches):
+    for batch, raw in zip(batches, raw_batches, strict=True):
         # (a) the worker has scored earlier submissions on this gold: fill the cache with the sample's.
         expmrc.clear_token_cache()
-        for gold, sample in zip(golds, parsed_samples):
+        for gold, sample in zip(golds, parsed_samples, strict=True):
             expmrc.score_predictions(gold, sample)
         warm += timed(lambda b=batch: [expmrc.score_predictions(g, p) for g, p in b])
         # (b) a fresh worker per submission.
@@ -228,7 +228,7 @@ def main() -> int:
         started = CLOCK()
         expected = [reference_score(g, p) for g, p in raw]
         peer += CLOCK() - started
-        for (gold, predictions), figures in zip(batch, expected):
+        for (gold, predictions), figures in zip(batch, expected, strict=True):
             assert ours(gold, predictions) == figures, (gold["version"], figures)
 
     print(f"ExpMRC scorer, {' + '.join(SUBSETS)} dev: {args.submissions} new submissions per subset per repeat "
@@ -243,7 +243,7 @@ def main() -> int:
     env = {**os.environ, "NLTK_DATA": VENDORED_NLTK_DATA, "OMP_WAIT_POLICY": "PASSIVE"}
     ours_total = peer_total = 0.0
     with tempfile.TemporaryDirectory() as folder:
-        for subset, subs in zip(SUBSETS, generated):
+        for subset, subs in zip(SUBSETS, generated, strict=True):
             path = Path(folder) / f"{subset}.json"
             path.write_text(json.dumps(subs[0]), encoding="utf-8")
             gold_path = str(DATA / f"expmrc-{subset}-dev.json")

@@ -167,7 +167,7 @@ def peer_cues(reference: tuple[list, list], test: tuple[list, list], *, kind: st
 def same_table(ours: list[dict], peer: pd.DataFrame) -> None:
     """Same keys in the same order, same counts, cueness/mse/jsd within 1e-9."""
     assert len(ours) == len(peer), (len(ours), len(peer))
-    for cue, row in zip(ours, peer.itertuples(index=False)):
+    for cue, row in zip(ours, peer.itertuples(index=False), strict=True):
         key = features.make_key(cue["feature"], cue["value"])
         assert key == row.key, (key, row.key)
         assert (cue["n_reference"], cue["n_test"]) == (row.n_reference, row.n_test), key

@@ -179,11 +179,11 @@ def ours_detail(feature, text):
 def report(feature, texts, mine, theirs, docs, n_examples):
     ours_n = sum(1 for m in mine if m[feature])
     spacy_n = sum(1 for t in theirs if t[feature])
-    both = sum(1 for m, t in zip(mine, theirs) if m[feature] and t[feature])
+    both = sum(1 for m, t in zip(mine, theirs, strict=True) if m[feature] and t[feature])
     print(f"\n  {feature}: texts carrying it  ours {ours_n}  spaCy {spacy_n}  both {both}"
           f"  (any value: P/R/F1 {'/'.join(map(fmt, prf(both, ours_n - both, spacy_n - both)))})")
     counts = defaultdict(lambda: [0, 0, 0])  # value -> tp, fp, fn
-    for m, t in zip(mine, theirs):
+    for m, t in zip(mine, theirs, strict=True):
         for value in m[feature] | t[feature]:
             counts[value][0 if value in m[feature] and value in t[feature] else 1 if value in m[feature] else 2] += 1
     print(f"    {'value':<12}{'ours':>6}{'spaCy':>7}{'both':>6}{'P':>8}{'R':>7}{'F1':>7}")
@@ -202,7 +202,7 @@ def report(feature, texts, mine, theirs, docs, n_examples):
         print(f"    {'micro-MISC':<12}{tp2 + fp2:>6}{tp2 + fn2:>7}{tp2:>6}{fmt(p):>8}{fmt(r):>7}{fmt(f):>7}")
     pairs = Counter()
     examples = defaultdict(list)
-    for i, (m, t) in enumerate(zip(mine, theirs)):
+    for i, (m, t) in enumerate(zip(mine, theirs, strict=True)):
         if m[feature] != t[feature]:
             key = ("+".join(sorted(m[feature])) or "-", "+".join(sorted(t[feature])) or "-")
             pairs[key] += 1

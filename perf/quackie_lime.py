@@ -177,7 +177,7 @@ def main() -> None:
             results[name].append(result)
 
     agree, largest = 0, 0.0
-    for (ours_weights, ours_scores), (lime_weights, lime_scores) in zip(results["ours"], results["lime"]):
+    for (ours_weights, ours_scores), (lime_weights, lime_scores) in zip(results["ours"], results["lime"], strict=True):
         words = set(ours_weights) | set(lime_weights)
         diff = max(abs(ours_weights.get(w, 0.0) - lime_weights.get(w, 0.0)) for w in words)
         largest = max(largest, diff)

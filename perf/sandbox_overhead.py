@@ -162,7 +162,7 @@ def main() -> None:
         began = time.perf_counter()
         result = sandbox.run_interpreter(
             code, path, args.kind, samples, mode=args.mode,
-            progress=lambda done, total: marks.append(time.perf_counter()))
+            progress=lambda done, total, marks=marks: marks.append(time.perf_counter()))
         if not result.ok or result.failures:
             raise SystemExit(f"sandboxed run failed: {result.failure} {result.message} "
                              f"{result.failure_details}\n{result.stderr[-2000:]}")
@@ -175,7 +175,7 @@ def main() -> None:
         for sample in samples:
             got, want = result.scores[sample["id"]], reference[sample["id"]]
             largest_difference = max(largest_difference,
-                                      max(abs(a - b) for a, b in zip(got, want)))
+                                      max(abs(a - b) for a, b in zip(got, want, strict=True)))
     isolation = ", ".join(result.isolation)
 
     def later(rows):  # samples 2..N of every run
@@ -192,7 +192,7 @@ def main() -> None:
           f"this process, importing the model classes: {cold_load_seconds:.3f} s); "
           f"first sample {first_in_process:.3f} s")
     startup, load, user_import = (statistics.median(v) for v in (startups, loads, imports))
-    rest = statistics.median(s - a - b for s, a, b in zip(startups, loads, imports))
+    rest = statistics.median(s - a - b for s, a, b in zip(startups, loads, imports, strict=True))
     print(f"sandboxed (median of {args.runs} runs): time to first reply {first_reply:.3f} s "
           f"= job set-up + launch -> ready {startup:.3f} s + first sample; launch -> ready = "
           f"torch/transformers import and model load {load:.3f} s + importing the submitted "

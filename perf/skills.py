@@ -128,7 +128,7 @@ def audit(gold, predictions, dump=None) -> dict:
         question = Question(id=qa["id"], context=analysis, answers=[], rng=question_rng(0, qa["id"], "s9"),
                             question=analyse(qa["question"], "en", split_sentences=False), language="en")
 
-        def row(start, end, **more):
+        def row(start, end, analysis=analysis, context=context, **more):
             s, e = next((s, e) for s, e in analysis.sentences if s <= start < e)
             return {"sentence": context[s:e], "start": start - s, "end": end - s, "word": context[start:end], **more}
 

@@ -365,7 +365,7 @@ def _run_linguistic(args: argparse.Namespace) -> int:
     score = expmrc.score_predictions(gold, _expmrc_predictions(args.predictions, spec, args.max_bytes))
     language = args.language or ("zh" if "cmrc2018" in gold["version"] else "en")
     items = [{**item, "f1": question["answer"]}
-             for item, question in zip(linguistic.expmrc_span_items(gold), score.per_question)]
+             for item, question in zip(linguistic.expmrc_span_items(gold), score.per_question, strict=True)]
     result = linguistic.linguistic_bias(items, language=language, n_permutations=args.permutations,
                                         min_bin_size=args.min_bin_size)
     if score.unanswered:
@@ -430,7 +430,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         })
     overall = [[row["overall"] for row in scores[i].per_question] for i in order]
     tiers = stats.significance_tiers(overall, alpha=stats.TIER_ALPHA, n_resamples=args.tier_resamples, seed=0)
-    for system, tier in zip(systems, tiers):
+    for system, tier in zip(systems, tiers, strict=True):
         system.update(tier)
     paired = [{"a": systems[a]["file"], "b": systems[b]["file"],
                "p_value": stats.paired_test(overall[a], overall[b], n_resamples=args.tier_resamples, seed=0)}

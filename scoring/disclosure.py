@@ -126,7 +126,7 @@ def coarsen_groups(labels: Sequence[str | None], outcomes: Sequence[float], min_
 
     sizes = Counter(label for label in labels if label is not None)
     sums: dict[str | None, list[float]] = {}
-    for label, value in zip(labels, values):
+    for label, value in zip(labels, values, strict=True):
         sums.setdefault(label, []).append(value)
     # The order groups join the pool: public facts only. pool_small_groups pools a prefix of it.
     order = sorted(sizes, key=lambda label: (sizes[label], bin_sort_key(label)))
@@ -181,4 +181,4 @@ def withheld_holm(p_values: Sequence[float | None], adjust) -> list[float | None
     number of tests only, and the correction stays valid (raising a p-value never adds a
     rejection). ``adjust`` maps a list of p-values to adjusted ones (e.g. Holm's)."""
     adjusted = adjust([1.0 if p is None else p for p in p_values])
-    return [None if p is None else value for p, value in zip(p_values, adjusted)]
+    return [None if p is None else value for p, value in zip(p_values, adjusted, strict=True)]

@@ -47,7 +47,7 @@ def private_mask(n_items: int, private_share: float, seed: int,
 def part_rows(item_rows: Sequence[Sequence[float | None]], mask: Sequence[bool], *,
               private: bool) -> list[list[float | None]]:
     """The rows of one part: the private items (``private``) or the public ones."""
-    return [list(row) for row, is_private in zip(item_rows, mask) if is_private == private]
+    return [list(row) for row, is_private in zip(item_rows, mask, strict=True) if is_private == private]
 
 
 def column_means(keys: Sequence[str], item_rows: Sequence[Sequence[float | None]],

@@ -14,6 +14,7 @@ Everything is deterministic for a given seed and input.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from statistics import NormalDist
 from typing import Mapping, Sequence
 
@@ -368,7 +369,7 @@ def significance_tiers(
     result: list[dict] = [{"tier": None, "p_vs_above": None, "p_vs_leader": None, "p_adjusted": None}
                           for _ in rows]
     with_data = [i for i, scores in enumerate(rows) if scores is not None]
-    for above, below in zip(with_data, with_data[1:]):
+    for above, below in pairwise(with_data):
         result[below]["p_vs_above"] = pair(above, below)[0]
 
     remaining = with_data

@@ -136,7 +136,7 @@ def span_diagnostics(task: Task, gold: dict[str, Any], item_scores: list[list[fl
         min_group_size=min_group_size, type_aliases=aliases, protect_outcomes=hidden,
     )
     bias = linguistic.linguistic_bias(
-        [{**item, "f1": f1} for item, f1 in zip(items, answer_f1)], language=task.language,
+        [{**item, "f1": f1} for item, f1 in zip(items, answer_f1, strict=True)], language=task.language,
         min_group_size=min_group_size, protect_outcomes=hidden,
     )
     return {"question_types": question_types, "linguistic_bias": bias}
@@ -147,7 +147,7 @@ def predicted_labels(submission: Submission, gold: dict[str, Any]) -> dict[str, 
     the stored file."""
     with submission.file.open("rb") as handle:
         predictions = scorer_for(submission.task, submission.kind).parse(
-            handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES, stored=True
+            handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES
         )
     return submission.task.kind_definition.predicted_labels(predictions, submission.test_set)
 
@@ -271,7 +271,8 @@ def _filter_icq(shown: dict[str, Any]) -> None:
                 disclosure.disclosable(round(row["acc_with"] * row["n_with"]), row["n_with"])
                 and disclosure.disclosable(round(row["acc_without"] * row["n_without"]), row["n_without"])):
             _withhold(row, acc_with=None, acc_without=None, delta=None, p_value=None)
-    for row, adjusted in zip(rows, disclosure.withheld_holm([row.get("p_value") for row in rows], icq.holm)):
+    adjusted_p = disclosure.withheld_holm([row.get("p_value") for row in rows], icq.holm)
+    for row, adjusted in zip(rows, adjusted_p, strict=True):
         row["p_holm"] = adjusted
     if icq_part.get("distribution_test"):
         icq_part["distribution_test"] = [

@@ -234,7 +234,7 @@ def crawl_urls(world):
     names = {name for name, _ in urls}
     assert names == {name for name, _ in routes()}, "some routes could not be crawled"
     # Query-string routes: the compare views for pairs of every visibility.
-    for a, b in zip(pks, pks[1:] + pks[:1]):
+    for a, b in zip(pks, pks[1:] + pks[:1], strict=True):
         urls.add(("compare", f"/compare/?a={a}&b={b}"))
         urls.add(("api-compare", f"/api/compare/?a={a}&b={b}"))
     return sorted(urls)

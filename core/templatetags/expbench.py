@@ -80,11 +80,12 @@ def hbar_chart(items: Iterable[Mapping[str, Any]], label_key: str, value_key: st
     plot_w = width - label_w - 60
     top = max_value if max_value is not None else (max(abs(v) for v in values) or 1.0)
     height = len(rows) * (bar_h + gap) + gap
-    name = chart_name(title, ((label, f"{value * scale:.{int(decimals)}f}") for (label, _), value in zip(rows, values)))
+    name = chart_name(title, ((label, f"{value * scale:.{int(decimals)}f}")
+                              for (label, _), value in zip(rows, values, strict=True)))
     parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="{name}">']
     zero = label_w + (plot_w / 2 if signed else 0)
-    for i, ((label, _), value) in enumerate(zip(rows, values)):
+    for i, ((label, _), value) in enumerate(zip(rows, values, strict=True)):
         y = gap + i * (bar_h + gap)
         span = plot_w / 2 if signed else plot_w
         length = min(abs(value) / top, 1.0) * span if top else 0

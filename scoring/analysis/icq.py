@@ -216,7 +216,7 @@ def expmrc_multichoice_instances(gold: dict) -> list[Instance]:
         if not len(questions) == len(options) == len(answers):
             raise InvalidICQInput(f"{where}: questions, options and answers differ in length "
                                   f"({len(questions)}, {len(options)}, {len(answers)})")
-        for j, (question, choices, letter) in enumerate(zip(questions, options, answers)):
+        for j, (question, choices, letter) in enumerate(zip(questions, options, answers, strict=True)):
             if not isinstance(question, str):
                 raise InvalidICQInput(f"{where}.questions[{j}]: must be a string, found {_type_name(question)}")
             if not (isinstance(choices, list) and len(choices) >= 2 and all(isinstance(c, str) for c in choices)):
@@ -305,7 +305,7 @@ class FeatureIndex:
             by_label: dict[str, Counter]
             if self.kind == CLASSIFICATION:
                 carried: dict[str, list[frozenset[str]]] = {label: [] for label in self.labels()}
-                for instance, attached in zip(self.instances, self.attached):
+                for instance, attached in zip(self.instances, self.attached, strict=True):
                     carried[str(instance.label)].append(attached)
                 by_label = {label: Counter(chain.from_iterable(sets)) for label, sets in carried.items()}
                 n_f: Counter = Counter()
@@ -313,8 +313,8 @@ class FeatureIndex:
                     n_f.update(counts)
             else:
                 n_f = Counter(chain.from_iterable(self.attached))
-                pairs = list(zip(self.instances, self.attached, self.rows))
-                right = (attached & rows[instance.label] for instance, attached, rows in pairs if attached)
+                pairs = list(zip(self.instances, self.attached, self.rows, strict=True))
+                right = (attached & rows[int(instance.label)] for instance, attached, rows in pairs if attached)
                 wrong = (attached & row for instance, attached, rows in pairs if attached
                          for j, row in enumerate(rows) if j != instance.label)
                 by_label = {RIGHT: Counter(chain.from_iterable(right)), WRONG: Counter(chain.from_iterable(wrong))}
@@ -413,13 +413,13 @@ def mse(p: Sequence[float], prior: Sequence[float] | None = None) -> float:
         prior = [1.0 / k] * k
     elif len(prior) != k:
         raise ValueError(f"p has {k} labels but the prior has {len(prior)}")
-    return sum((x - y) ** 2 for x, y in zip(p, prior)) / k
+    return sum((x - y) ** 2 for x, y in zip(p, prior, strict=True)) / k
 
 
 def jsd(p: Sequence[float], q: Sequence[float]) -> float:
     """Jensen-Shannon divergence (natural log, 0 log 0 = 0) of two proportion vectors."""
     total = 0.0
-    for a, b in zip(p, q):
+    for a, b in zip(p, q, strict=True):
         m = (a + b) / 2
         if a > 0:
             total += 0.5 * a * math.log(a / m)
@@ -505,7 +505,7 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 def _lean(p: Sequence[float], prior: Sequence[float], labels: Sequence[str]) -> str:
     """The label whose share rises most above the prior (ties: the first in label order)."""
-    rise = [x - y for x, y in zip(p, prior)]
+    rise = [x - y for x, y in zip(p, prior, strict=True)]
     return labels[rise.index(max(rise))]
 
 
@@ -561,13 +561,13 @@ def discover_cues(reference: Sequence[Instance] | FeatureIndex, test: Sequence[I
             "cueness_published": published / math.exp(d),
             "mse_published": published,
             "cue_label": _lean(p_f, prior, labels),
-            "prior": dict(zip(labels, prior)),
+            "prior": dict(zip(labels, prior, strict=True)),
             "n_reference": n_reference,
             "n_test": n_test,
-            "reference_dist": dict(zip(labels, p_f)),
-            "test_dist": dict(zip(labels, proportions(s_counts))),
-            "reference_counts": dict(zip(labels, r_counts)),
-            "test_counts": dict(zip(labels, s_counts)),
+            "reference_dist": dict(zip(labels, p_f, strict=True)),
+            "test_dist": dict(zip(labels, proportions(s_counts), strict=True)),
+            "reference_counts": dict(zip(labels, r_counts, strict=True)),
+            "test_counts": dict(zip(labels, s_counts, strict=True)),
         }))
     found.sort(key=lambda item: item[:3])
     if top_k is not None:
@@ -664,7 +664,7 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
                      "acc_with": acc_with, "acc_without": acc_without, "delta": acc_with - acc_without,
                      "p_value": fisher_exact(correct_with, n_with - correct_with,
                                              correct_without, n_without - correct_without)})
-    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm)):
+    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm), strict=True):
         row["p_holm"] = adjusted
     if cues is None:
         rows = [row for row in rows if not row.get("withheld")]
@@ -722,8 +722,9 @@ class CueFreeModel:
         correct = correctness(index, predictions)
         self.accuracy = sum(correct) / len(correct) if correct else 0.0
         if self.kind == MULTICHOICE:
-            answered_wrong = sum(1 for instance, ok in zip(index.instances, correct) if not ok and predicted_option(
-                predictions.get(instance.id), len(instance.hypotheses)) is not None)
+            answered_wrong = sum(1 for instance, ok in zip(index.instances, correct, strict=True)
+                                 if not ok and predicted_option(predictions.get(instance.id),
+                                                                len(instance.hypotheses)) is not None)
             self.right = self.accuracy
             self.wrong = answered_wrong / len(correct) if correct else 0.0
             return
@@ -856,7 +857,7 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
             "p_holm": 1.0,
             "follows_cue_published": _argmax(predicted_dist) == _argmax(reference) and jsd_reference < jsd_uniform,
         })
-    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm)):
+    for row, adjusted in zip(rows, disclosure.withheld_holm([row["p_value"] for row in rows], holm), strict=True):
         row["p_holm"] = adjusted
         row["follows_cue"] = None if adjusted is None else adjusted < alpha
     return rows

@@ -201,7 +201,7 @@ def _subsets(labels: Sequence[str | None], f1: Sequence[float], order: Sequence[
         labels, pooled_names, pool_published = coarsening.labels, coarsening.pooled, coarsening.pool_published
         for_outcomes = coarsening.pooled_for_outcomes
     groups: dict[str, list[float]] = {}
-    for label, value in zip(labels, f1):
+    for label, value in zip(labels, f1, strict=True):
         if label is not None:
             groups.setdefault(label, []).append(value)
     if order is not None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import math
 import zlib
+from itertools import pairwise
 from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
@@ -341,7 +342,7 @@ def categorical_test(
         "overall_accuracy": overall,
         "groups": {
             name: {"n": int(size), "correct": int(count), "accuracy": int(count) / int(size)}
-            for name, size, count in zip(names, sizes, correct_counts)
+            for name, size, count in zip(names, sizes, correct_counts, strict=True)
         },
     }
 
@@ -386,7 +387,7 @@ def one_vs_rest_tests(
         raise ValueError("alpha must be strictly between 0 and 1")
     names, sizes, correct_counts = _group_table(labels, outcome)
     total, total_correct = outcome.size, int(correct_counts.sum())
-    tested = [(name, int(size), int(count)) for name, size, count in zip(names, sizes, correct_counts)
+    tested = [(name, int(size), int(count)) for name, size, count in zip(names, sizes, correct_counts, strict=True)
               if min_items <= size < total and name not in exclude]
     # Known before any draw: the sequential rule needs the Bonferroni threshold it decides against.
     threshold = alpha / len(tested) if tested else None
@@ -444,7 +445,7 @@ def tertile_bins(lengths: Sequence[int]) -> tuple[list[str], list[int]]:
     # A cut at or below the minimum would make an empty first bin.
     cuts = [cut for cut in cuts if cut > values.min()]
     edges = [0, *cuts]
-    names = [f"{low}-{high - 1}" for low, high in zip(edges, edges[1:])] + [f"{edges[-1]}+"]
+    names = [f"{low}-{high - 1}" for low, high in pairwise(edges)] + [f"{edges[-1]}+"]
     positions = np.searchsorted(np.asarray(cuts, dtype=np.int64), values, side="right")
     return [names[i] for i in positions], cuts
 
@@ -518,7 +519,7 @@ def question_type_report(
     child_seeds = np.random.SeedSequence(seed).generate_state(len(variables))
     categorical = []
     tested_types = types
-    for (name, labels, binning), child_seed in zip(variables, child_seeds):
+    for (name, labels, binning), child_seed in zip(variables, child_seeds, strict=True):
         pooled, pool_published, for_outcomes = [], True, []
         if min_group_size is not None:
             coarsening = coarsen_groups(labels, outcome, min_group_size, protect_outcomes=protect_outcomes)

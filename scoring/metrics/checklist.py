@@ -164,9 +164,9 @@ def _case_passes(test: dict, case: dict, predictions: list[str]) -> bool:
     expect = test["expect"]
     items = case["items"]
     if expect == EXPECT_EQ:
-        return all(p == item["label"] for p, item in zip(predictions, items))
+        return all(p == item["label"] for p, item in zip(predictions, items, strict=True))
     if expect == EXPECT_SQUAD:
-        return all(_clean(p) == _clean(item["label"]) for p, item in zip(predictions, items))
+        return all(_clean(p) == _clean(item["label"]) for p, item in zip(predictions, items, strict=True))
     original = predictions[0]
     if expect == EXPECT_INV:
         return all(p == original for p in predictions[1:])
@@ -273,7 +273,7 @@ def predictions_from_stored(stored: dict, suite: dict) -> dict[str, str]:
         preds = by_name[test["name"]]["preds"]
         if len(preds) != len(test["cases"]):
             raise ValueError(f"stored predictions for test {t} have {len(preds)} cases, the suite {len(test['cases'])}")
-        for c, (case, answers) in enumerate(zip(test["cases"], preds)):
+        for c, (case, answers) in enumerate(zip(test["cases"], preds, strict=True)):
             if isinstance(answers, str):
                 answers = [answers]
             if len(answers) != len(case["items"]):

@@ -81,7 +81,7 @@ def multichoice_examples(public_inputs: dict) -> list[dict]:
         questions, options = _list(passage, "questions", where), _list(passage, "options", where)
         if len(options) != len(questions):
             raise InvalidInputs(f"{where}.options has {len(options)} items but {where}.questions has {len(questions)}")
-        for j, (question, choices) in enumerate(zip(questions, options)):
+        for j, (question, choices) in enumerate(zip(questions, options, strict=True)):
             if not isinstance(question, str) or not isinstance(choices, list) \
                     or not all(isinstance(choice, str) for choice in choices):
                 raise InvalidInputs(f"{where} question {j}: a question must be a string and its options strings")

@@ -107,7 +107,7 @@ def evaluate_pairs(network, tokenizer, pairs: Sequence[Pair], *, max_length: int
                                  padding=True, truncation="only_second", max_length=max_length,
                                  return_tensors="pt")
             predicted = network(**encoding).logits.argmax(dim=-1).tolist()
-            for (_, _, label), guess in zip(batch, predicted):
+            for (_, _, label), guess in zip(batch, predicted, strict=True):
                 total[label] += 1
                 correct[label] += int(guess == label)
 

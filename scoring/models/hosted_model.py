@@ -218,7 +218,7 @@ class _LogitsOnly(torch.nn.Module):
         self.network, self.keys = network, keys
 
     def forward(self, *tensors):
-        return self.network(**dict(zip(self.keys, tensors))).logits
+        return self.network(**dict(zip(self.keys, tensors, strict=True))).logits
 
 
 class OnnxClassifier:
@@ -409,7 +409,7 @@ class HostedModel:
 
         def agrees(logits_of) -> bool:
             return all(float(np.max(np.abs(_p_answer(logits_of(batch)) - want))) <= FAST_PATH_TOLERANCE
-                       for batch, want in zip(probes, expected))
+                       for batch, want in zip(probes, expected, strict=True))
 
         layers = first_position_layers(self.network)
         if layers is not None:
@@ -542,7 +542,7 @@ class HostedModel:
         if not q_list:
             return result
         if self.kind == "classification":
-            p_answer = self._classifier_p_answer(list(zip(q_list, c_list)))
+            p_answer = self._classifier_p_answer(list(zip(q_list, c_list, strict=True)))
         else:
             p_answer = self._qa_p_answer(q_list, c_list)
         result[:, 1] = p_answer
@@ -562,7 +562,7 @@ class HostedModel:
     def _classifier_p_answer(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         known = self._shared["p_answer"] if self._shared is not None else {}
         missing = list(dict.fromkeys(pair for pair in pairs if pair not in known))
-        computed = dict(zip(missing, self._classifier_forward(missing))) if missing else {}
+        computed = dict(zip(missing, self._classifier_forward(missing), strict=True)) if missing else {}
         if self._shared is not None:
             known.update(computed)
         return np.array([computed[pair] if pair in computed else known[pair] for pair in pairs],
@@ -583,7 +583,8 @@ class HostedModel:
         p_answer = np.zeros(len(pairs), dtype=np.float64)
         streams = torch.get_num_threads()
         if streams > 1 and len(batches) > 1 and self.device.type == "cpu":
-            for index, logits in zip(batches, self._logits_side_by_side([padded(i) for i in batches], streams)):
+            side_by_side = self._logits_side_by_side([padded(i) for i in batches], streams)
+            for index, logits in zip(batches, side_by_side, strict=True):
                 p_answer[index] = _p_answer(logits)
             return p_answer
         for index in batches:

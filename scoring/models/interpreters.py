@@ -114,7 +114,7 @@ def aggregate(token_scores: Sequence[float], token_sentence: Sequence[int], n_se
     if how not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, not {how!r}")
     buckets: list[list[float]] = [[] for _ in range(n_sentences)]
-    for score, index in zip(token_scores, token_sentence):
+    for score, index in zip(token_scores, token_sentence, strict=True):
         if 0 <= index < n_sentences:
             buckets[index].append(float(score))
     if how == "sum":
@@ -278,7 +278,7 @@ def shap_word_weights(model, question: str, context: str, sentences: Sequence[st
 
     def text_for(mask: np.ndarray) -> str:
         parts = []
-        for gap, word, (a, b) in zip(gaps, words, occurrences):
+        for gap, word, (a, b) in zip(gaps, words, occurrences, strict=False):
             parts.append(gap)
             if mask[word] > 0.5:
                 parts.append(context[a:b])

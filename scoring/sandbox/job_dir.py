@@ -67,7 +67,7 @@ def install_runtime(destination: Path) -> None:
     write_file(destination / CHILD_FILE, CHILD_SOURCE.read_bytes())
     write_file(destination / RUNTIME_PACKAGE / "__init__.py",
                b'"""The subset of scoring available inside the sandbox."""\n')
-    for name, source in zip(RUNTIME_MODULES, modules):
+    for name, source in zip(RUNTIME_MODULES, modules, strict=True):
         write_file(destination / RUNTIME_PACKAGE / name, source.read_bytes())
     for relative, files in data.items():
         for path in files:

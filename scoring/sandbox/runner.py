@@ -214,7 +214,7 @@ class _Runner:
             self._release_cgroups()
             if time.monotonic() >= total_deadline:
                 raise _Fail("total_timeout", f"the submission exceeded its total limit of "
-                                             f"{self.limits.total_seconds} s while starting")
+                                             f"{self.limits.total_seconds} s while starting") from None
             if phase == "model":
                 raise _Fail("load_error", f"loading the model took more than "
                                           f"{self.limits.startup_seconds} s") from None

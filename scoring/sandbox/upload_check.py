@@ -205,7 +205,7 @@ def _check_entry_point(tree: ast.Module, name: str) -> None:
     if positional < 3 and args.vararg is None:
         raise InvalidCode(f"{name}, line {definition.lineno}: interpret takes {positional} "
                           "positional parameter(s); it must accept (model, question, context)")
-    required_kwonly = [arg.arg for arg, default in zip(args.kwonlyargs, args.kw_defaults)
+    required_kwonly = [arg.arg for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True)
                        if default is None]
     if required_kwonly:
         raise InvalidCode(f"{name}, line {definition.lineno}: interpret has required "

@@ -60,9 +60,9 @@ def test_the_demo_file_round_trips_through_the_database():
         return (base / test_set.path).is_file()
 
     expected = config_file.declared_structure(demo)
-    for benchmark_entry, benchmark in zip(demo.benchmarks, expected):
-        for task_entry, task in zip(benchmark_entry.tasks, benchmark["tasks"]):
-            task["test_sets"] = [declared for entry, declared in zip(task_entry.test_sets, task["test_sets"])
+    for benchmark_entry, benchmark in zip(demo.benchmarks, expected, strict=True):
+        for task_entry, task in zip(benchmark_entry.tasks, benchmark["tasks"], strict=True):
+            task["test_sets"] = [declared for entry, declared in zip(task_entry.test_sets, task["test_sets"], strict=True)
                                  if present(benchmark_entry, entry)]
     assert config_file.dump(demo) == expected
 
@@ -74,11 +74,11 @@ def test_the_demo_file_round_trips_through_the_database():
         stored = dumped[benchmark["slug"]]
         assert {k: stored[k] for k in benchmark if k in config_file.BENCHMARK_FIELDS} == \
             {k: v for k, v in benchmark.items() if k in config_file.BENCHMARK_FIELDS}
-        for task, stored_task in zip(benchmark.get("tasks", []), stored["tasks"]):
+        for task, stored_task in zip(benchmark.get("tasks", []), stored["tasks"], strict=True):
             assert {k: stored_task[k] for k in task if k in config_file.TASK_FIELDS} == \
                 {k: v for k, v in task.items() if k in config_file.TASK_FIELDS}
             rows = task.get("reported", [])
-            assert [{k: row[k] for k in declared} for declared, row in zip(rows, stored_task["reported"])] == rows
+            assert [{k: row[k] for k in declared} for declared, row in zip(rows, stored_task["reported"], strict=True)] == rows
             n_rows += len(rows)
     # ExpMRC Table 3: human + baselines; the human row of the hidden-inputs task.
     assert n_rows == ReportedResult.objects.count() == 2 * 9 + 2 * 7 + 1

@@ -232,7 +232,7 @@ def test_qa_inclusion_predicts_each_sample_alone(tmp_path):
     fits = [(sample_id, q, c) for sample_id, q, c in PADDING_SAMPLES if model.n_tokens(q, c) <= 512]
     alone = {sample_id: bool(model.predict(q, c)[0]) for sample_id, q, c in fits}
     batched = dict(zip([s for s, _, _ in fits], map(bool, load_hosted_model(model_dir, "qa", batch_size=16).predict(
-        [q for _, q, _ in fits], [c for _, _, c in fits]))))
+        [q for _, q, _ in fits], [c for _, _, c in fits])), strict=True))
     assert batched != alone, "the samples must be ones where batching flips a decision"
     assert {sample_id: flags["answerable"] for sample_id, flags in track.inclusion.items()} == {
         **alone, "too-long": None}
@@ -302,7 +302,7 @@ def test_qa_track_baselines_run_the_model_at_the_official_batch_size(qa_track):
     # the check above can tell batch sizes apart
     at_two, at_eight = explain("LIME_10_sum", 2), explain("LIME_10_sum", 8)
     assert any(two != pytest.approx(eight, abs=1e-10, rel=0)
-               for sample_id in at_two for two, eight in zip(at_two[sample_id], at_eight[sample_id]))
+               for sample_id in at_two for two, eight in zip(at_two[sample_id], at_eight[sample_id], strict=True))
 
 
 def test_a_sample_that_fails_is_a_counted_fail_not_the_end_of_the_run(track, tmp_path):

@@ -198,7 +198,7 @@ def test_every_page_kind_at_desktop_and_phone_width(embedded_stack, browser, pag
         # A page whose background work (cue discovery, diagnostics) is still running is checked
         # once that work is done, so that what it finally shows (the charts) is checked too; the
         # state while it updates itself is checked by test_a_page_that_updates_itself_*.
-        wait_until(lambda: settled(url + path), f"{path} to finish its background work", timeout=240)
+        wait_until(lambda path=path: settled(url + path), f"{path} to finish its background work", timeout=240)
         found = check_page(context, url, name, path)
         if found:
             problems[f"{name} ({path})"] = found

@@ -145,7 +145,7 @@ def test_leaderboard_page_ranks_and_marks_rows(board):
     _, mine = body[1]
     assert mine[0] == "1" and mine[1].startswith("Lantern QA") and "Lighthouse Lab" in mine[1]
     assert "reported" not in mine[1]
-    for cell, key in zip(mine[2:5], ["answer_f1", "evidence_f1", "overall_f1"]):
+    for cell, key in zip(mine[2:5], ["answer_f1", "evidence_f1", "overall_f1"], strict=True):
         low, high = entry.ci[key]
         assert cell == f"{entry.scores[key]:.3f} ±{(high - low) / 2:.2f}"
     assert mine[4].startswith("66.667 ±") and mine[4] != "66.667 ±0.00"

@@ -78,7 +78,7 @@ def test_one_json_document_ranked_like_a_board_with_the_server_numbers(tmp_path)
     assert all(s["file"] == str(tmp_path / Path(s["file"]).name) for s in systems)  # the path as given
 
     scores, cis, overall, tiers = server_view(gold, [files[Path(s["file"]).name] for s in systems])
-    for system, score, ci, tier in zip(systems, scores, cis, tiers):
+    for system, score, ci, tier in zip(systems, scores, cis, tiers, strict=True):
         assert system["scores"] == {"answer_f1": score.answer, "evidence_f1": score.evidence,
                                     "overall_f1": score.overall}
         assert system["ci"] == {key: list(bounds) for key, bounds in ci.items()}

@@ -38,7 +38,7 @@ def in_process(gold_path, predictions_path, **options):
     gold = json.loads(Path(gold_path).read_text(encoding="utf-8"))
     spec = expmrc.key_spec(gold)
     score = expmrc.score_predictions(gold, expmrc.parse_predictions(Path(predictions_path).read_bytes(), spec))
-    items = [{**item, "f1": row["answer"]} for item, row in zip(expmrc_span_items(gold), score.per_question)]
+    items = [{**item, "f1": row["answer"]} for item, row in zip(expmrc_span_items(gold), score.per_question, strict=True)]
     return linguistic_bias(items, **options)
 
 

@@ -42,7 +42,7 @@ def published_view(labels, outcomes, protect_outcomes):
     relabelled), whether the pool is shown, each shown group's sum, and the public total."""
     coarse = coarsen_groups(labels, outcomes, protect_outcomes=protect_outcomes)
     sums = defaultdict(int)
-    for label, value in zip(coarse.labels, outcomes):
+    for label, value in zip(coarse.labels, outcomes, strict=True):
         if label is not None and (label != SMALL_GROUPS or coarse.pool_published):
             sums[label] += value
     return tuple(coarse.labels), coarse.pool_published, tuple(sorted(sums.items())), sum(outcomes)
@@ -96,7 +96,7 @@ def test_f1_groups_near_the_top_are_pooled_until_every_member_is_open():
     coarse = coarsen_groups(labels, f1)
     assert "a" in coarse.pooled_for_outcomes and "c" in coarse.pooled_for_outcomes
     blocks = defaultdict(list)
-    for label, value in zip(coarse.labels, f1):
+    for label, value in zip(coarse.labels, f1, strict=True):
         blocks[label].append(value)
     for values in blocks.values():
         assert f1_bounds(sum(values), len(values)) == (0.0, 1.0), values

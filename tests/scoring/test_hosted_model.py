@@ -114,7 +114,7 @@ def test_predict_proba_shapes_and_probabilities(kind, classifier, qa_model):
 
 def test_classifier_batching_equals_one_by_one(classifier):
     batched = classifier.predict_proba(QUESTIONS, CONTEXTS)
-    singles = np.vstack([classifier.predict_proba(q, c) for q, c in zip(QUESTIONS, CONTEXTS)])
+    singles = np.vstack([classifier.predict_proba(q, c) for q, c in zip(QUESTIONS, CONTEXTS, strict=True)])
     np.testing.assert_allclose(batched, singles, atol=1e-5)
     assert batched[:, 1].std() > 1e-3  # the tiny random classifier does react to its input
 
@@ -370,7 +370,7 @@ def test_loading_follows_the_device_setting(model_dirs, monkeypatch):
 def full_network_p_answer(model, questions, contexts):
     """P(answer) from the whole network, one row at a time (no batch, no fast path)."""
     values = []
-    for question, context in zip(questions, contexts):
+    for question, context in zip(questions, contexts, strict=True):
         encoding = model.tokenizer(question, context, truncation=True, max_length=model.max_length,
                                    return_tensors="pt")
         with torch.no_grad():

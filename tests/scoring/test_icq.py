@@ -59,7 +59,7 @@ def test_exact_tests_against_brute_force():
     probabilities = [0.1] * 4 + [0.7] * 3 + [0.33, 0.5, 1.0, 0.0]
     brute = [0.0] * (len(probabilities) + 1)
     for outcome in itertools.product((0, 1), repeat=len(probabilities)):
-        brute[sum(outcome)] += math.prod(p if o else 1 - p for p, o in zip(probabilities, outcome))
+        brute[sum(outcome)] += math.prod(p if o else 1 - p for p, o in zip(probabilities, outcome, strict=True))
     assert list(icq.poisson_binomial_pmf(probabilities)) == pytest.approx(brute, abs=1e-12)
     assert list(icq.binomial_pmf(5, 0.3)) == pytest.approx([math.comb(5, x) * 0.3 ** x * 0.7 ** (5 - x)
                                                             for x in range(6)])
@@ -127,7 +127,7 @@ def test_discover_cues_finds_the_planted_word_with_its_numbers():
     assert (top["feature"], top["value"]) == ("word", "never")
     # R: 50 "never" rows (30/10/10) and 24 plain rows (8/8/8): the prior is 38/74, 18/74, 18/74
     prior = [38 / 74, 18 / 74, 18 / 74]
-    assert top["prior"] == pytest.approx(dict(zip(LABELS3, prior)))
+    assert top["prior"] == pytest.approx(dict(zip(LABELS3, prior, strict=True)))
     mse = ((0.6 - prior[0]) ** 2 + 2 * (0.2 - prior[1]) ** 2) / 3
     assert top["mse"] == pytest.approx(mse) and mse == pytest.approx(0.0037400, abs=5e-7)
     assert top["jsd"] == pytest.approx(0.005059, abs=5e-7)

@@ -150,7 +150,7 @@ def test_a_cue_free_classifier_with_a_label_bias_is_rarely_flagged():
     for board in range(40):
         rng = np.random.default_rng(board)
 
-        def split(prefix, n):
+        def split(prefix, n, rng=rng):
             gold = rng.choice(labels, n, p=[0.5, 0.3, 0.2])
             carries = rng.random((n, N_FEATURES)) < 0.1
             instances = [Instance(f"{prefix}{i}", "", [""], str(g)) for i, g in enumerate(gold)]

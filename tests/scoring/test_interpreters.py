@@ -199,7 +199,7 @@ def test_shap_matches_kernel_shap_over_the_words_in_sentence_order(n):
     shap = _shap()
 
     def presence(matrix):
-        return np.array([_planted_probability({w for w, z in zip(PLANTED_WORDS, row) if z > 0.5})
+        return np.array([_planted_probability({w for w, z in zip(PLANTED_WORDS, row, strict=True) if z > 0.5})
                          for row in np.atleast_2d(matrix)])
 
     m = len(PLANTED_WORDS)
@@ -212,7 +212,7 @@ def test_shap_matches_kernel_shap_over_the_words_in_sentence_order(n):
                 np.ones((1, m)), nsamples=n, silent=True)
     finally:
         np.random.set_state(state)
-    reference = dict(zip(PLANTED_WORDS, np.asarray(values, dtype=float).reshape(-1)))
+    reference = dict(zip(PLANTED_WORDS, np.asarray(values, dtype=float).reshape(-1), strict=True))
     sentences = nltk.sent_tokenize(PLANTED)
     ours = I.shap_word_weights(BagOfWordsModel(), QUESTION, PLANTED, sentences, n)
     assert ours == pytest.approx(reference, abs=1e-12)

@@ -25,7 +25,7 @@ PERMUTATIONS = 500  # p-values on a grid of 1/501, fine enough for a share below
 
 
 def split(values):
-    return dict(zip((f"bin {k}" for k in range(len(SIZES))), np.split(values, np.cumsum(SIZES)[:-1])))
+    return dict(zip((f"bin {k}" for k in range(len(SIZES))), np.split(values, np.cumsum(SIZES)[:-1]), strict=True))
 
 
 def simulate(bin_accuracy, replications, seed):
@@ -131,7 +131,7 @@ def memoised_text_measures(monkeypatch):
 
 
 def run_analysis(items, correct, replication):
-    result = linguistic.linguistic_bias([{**item, "f1": float(right)} for item, right in zip(items, correct)],
+    result = linguistic.linguistic_bias([{**item, "f1": float(right)} for item, right in zip(items, correct, strict=True)],
                                         n_permutations=100, seed=replication)
     return {prop["name"]: prop for prop in result["properties"]}
 

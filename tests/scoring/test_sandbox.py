@@ -293,7 +293,7 @@ def test_baselines_run_through_the_sandbox_and_match_in_process(model_dir, tmp_p
         assert check_submission_code(code.read_bytes(), code.name) == "interpreter"
         progress = []
         result = run_interpreter(code, model_dir, "classification", batch,
-                                 progress=lambda *a: progress.append(a))
+                                 progress=lambda *a, progress=progress: progress.append(a))
         assert result.status == "ok", (result.message, result.stderr)
         assert not result.failures, result.failure_details
         assert progress == [(i, 4) for i in range(1, 5)]

@@ -634,8 +634,8 @@ def test_skill_gaps_paired_bootstrap():
 def test_skill_gap_ci_matches_a_direct_paired_bootstrap():
     rng = np.random.default_rng(0)
     keys = [f"k{i}" for i in range(200)]
-    original = dict(zip(keys, rng.random(200)))
-    variant = dict(zip(keys, rng.random(200)))
+    original = dict(zip(keys, rng.random(200), strict=True))
+    variant = dict(zip(keys, rng.random(200), strict=True))
     gap = skill_gaps(original, {"s5": variant}, n_resamples=4000, seed=11)["s5"]
     diff = 100 * (np.array([original[k] for k in keys]) - np.array([variant[k] for k in keys]))
     assert gap["gap"] == pytest.approx(diff.mean())

@@ -14,7 +14,7 @@ def test_the_split_is_seeded_exact_and_stratified():
     assert mask != private_mask(len(strata), 0.3, seed=8, strata=strata)
     assert sum(mask) == round(0.3 * len(strata))
     for name, size in (("entailment", 500), ("neutral", 300), ("contradiction", 201)):
-        private = sum(m for m, s in zip(mask, strata) if s == name)
+        private = sum(m for m, s in zip(mask, strata, strict=True) if s == name)
         assert abs(private - 0.3 * size) <= 1, name  # every stratum keeps the share to one item
 
 

@@ -55,7 +55,10 @@ def test_degenerate_sizes():
     assert bootstrap_ci([42.0]) == (42.0, 42.0)
 
 
-def wilson(successes, n, z=NormalDist().inv_cdf(0.975)):
+Z_975 = NormalDist().inv_cdf(0.975)
+
+
+def wilson(successes, n, z=Z_975):
     p = successes / n
     centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)

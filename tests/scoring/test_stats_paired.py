@@ -106,7 +106,7 @@ def test_length_mismatch_raises():
 def test_only_items_defined_for_both_count():
     a, b = binary_scores(300, 0.8, 20), binary_scores(300, 0.7, 21)
     undefined_a, undefined_b = np.arange(300) % 7 == 0, np.arange(300) % 5 == 0
-    with_none_a = [None if u else v for u, v in zip(undefined_a, a.tolist())]
+    with_none_a = [None if u else v for u, v in zip(undefined_a, a.tolist(), strict=True)]
     with_nan_b = np.where(undefined_b, np.nan, b)  # NaN is undefined too
     both = ~(undefined_a | undefined_b)
     expected = paired_test(a[both], b[both], n_resamples=3000, seed=4)

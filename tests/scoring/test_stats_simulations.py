@@ -129,7 +129,7 @@ def test_failed_items_are_left_out_not_counted_as_zero():
     # (mean over defined items) ties them; counting failures as 0 would put B 20 points down.
     rng = np.random.default_rng(5)
     a = (rng.random(N_QUESTIONS) < 0.8).astype(float)
-    b = [None if failed else value for value, failed in zip(a.tolist(), rng.random(N_QUESTIONS) < 0.25)]
+    b = [None if failed else value for value, failed in zip(a.tolist(), rng.random(N_QUESTIONS) < 0.25, strict=True)]
     c = (rng.random(N_QUESTIONS) < 0.5).astype(float)  # clearly worse
     tiers = significance_tiers([a, b, c], n_resamples=TEST_RESAMPLES)
     assert [t["tier"] for t in tiers] == [1, 1, 2]

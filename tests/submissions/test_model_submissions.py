@@ -82,7 +82,7 @@ def test_a_model_is_smoke_run_then_scored_on_the_hidden_inputs_the_same_twice(hi
     user = make_user()
     bundle = reference_bundle(tmp_path)
     scores = []
-    for attempt in range(2):
+    for _ in range(2):
         response = upload_model(user, hidden_task, bundle, dev_set_use="part", external_data="")
         assert response.status_code == 201, response.content
         assert run_model_submission(response.json()["id"]) == Status.SCORED

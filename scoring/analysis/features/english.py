@@ -192,7 +192,7 @@ def sentiment(tokens: tuple[str, ...]) -> str | None:
     if not any(polarities):
         return None
     # Capitalised words after the first token are read as parts of names ("United Nations").
-    score = sum(value for i, (value, token) in enumerate(zip(polarities, tokens))
+    score = sum(value for i, (value, token) in enumerate(zip(polarities, tokens, strict=True))
                 if value and (i == 0 or token[:1].islower() or tokens[i - 1] in _SENTENCE_BREAKS))
     if score > 0:
         return "positive"

@@ -105,7 +105,7 @@ def back_translations(gold: dict, translators: tuple[Translator, Translator], an
     english = list(backward(french))
     if len(french) != len(texts) or len(english) != len(texts):
         raise ValueError("a translator returned a different number of sentences than it was given")
-    return {src: str(bt).strip() or src for src, bt in zip(texts, english)}
+    return {src: str(bt).strip() or src for src, bt in zip(texts, english, strict=True)}
 
 
 def s6_factory(table: Mapping[str, str]):

@@ -344,7 +344,7 @@ def _place_answers(q: Question, edit_index: int, edit: Edit, pieces: Sequence[tu
     ``edit.text``. Every gold answer overlapping the edit is either placed (it survives as one
     contiguous span with its exact text) or lost. The edit itself never depends on the gold."""
     def moved(offset: int) -> int | None:
-        for (ps, pe), new_offset in zip(pieces, offsets):
+        for (ps, pe), new_offset in zip(pieces, offsets, strict=True):
             if ps <= offset < pe:
                 return new_offset + offset - ps
         return None  # white space between pieces, rewritten by the join

@@ -254,7 +254,7 @@ def balance_answer_lengths(lengths: Mapping[str, int], kept: set[str], *, langua
         return set()
     target = min(deciding)
     removed: set[str] = set()
-    for b, keys in totals.items():
+    for keys in totals.values():
         survivors = sorted((k for k in keys if k in kept), key=lambda k: _rank(seed, k, skill))
         quota = min(len(survivors), math.floor(target * len(keys) + 0.5))
         removed.update(survivors[quota:])
