@@ -147,7 +147,7 @@ def predicted_labels(submission: Submission, gold: dict[str, Any]) -> dict[str, 
     the stored file."""
     with submission.file.open("rb") as handle:
         predictions = scorer_for(submission.task, submission.kind).parse(
-            handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES
+            handle.read(), submission.test_set, max_bytes=settings.SUBMISSION_MAX_BYTES, stored=True
         )
     return submission.task.kind_definition.predicted_labels(predictions, submission.test_set)
 
