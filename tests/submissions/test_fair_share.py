@@ -105,3 +105,68 @@ def test_a_heartbeat_beats_by_time_and_says_when_the_run_is_lost():
     with Heartbeat(beat, 0.05) as heartbeat:
         assert heartbeat.lost.wait(10)
     assert len(beats) == 3
+
+
+def prediction_file(task, user):
+    return intake.submit_predictions(user=user, task=task, method_name="m",
+                                     uploaded_file=upload_file(perfect_predictions(fixture_gold("expmrc-squad")))).pk
+
+
+def test_only_queued_runs_of_the_sandbox_kinds_ever_give_way(task):
+    alice, bob = make_user("alice"), make_user("bob")
+    started(prediction_file(task, alice))
+    files = prediction_file(task, alice)
+    prediction_file(task, bob)  # waiting, never served
+    assert not lifecycle.gives_way(files)  # files are scored in turn, whoever sent them
+    running = queued_code_run(task, alice)
+    started(running)
+    queued_code_run(task, bob)
+    assert not lifecycle.gives_way(running)  # already running: nothing to give
+
+
+def test_only_other_users_waiting_for_the_same_kind_count(task):
+    alice, bob, carol = make_user("alice"), make_user("bob"), make_user("carol")
+    first = queued_code_run(task, bob)
+    started(first, minutes_ago=10)
+    lifecycle.fail_run(Submission.objects.get(pk=first), "code_failed", "x")  # Bob was served, and waits no more
+    started(queued_code_run(task, alice), minutes_ago=1)
+    second = queued_code_run(task, alice)
+    prediction_file(task, carol)  # Carol waits for a file, not for the sandbox
+    assert not lifecycle.gives_way(second)
+
+
+def test_being_served_counts_per_kind(task):
+    alice, bob = make_user("alice"), make_user("bob")
+    started(queued_code_run(task, alice), minutes_ago=10)
+    started(prediction_file(task, bob), minutes_ago=1)  # Bob's file ran lately; his code never did
+    second, bobs = queued_code_run(task, alice), queued_code_run(task, bob)
+    assert lifecycle.gives_way(second) and not lifecycle.gives_way(bobs)
+
+
+def test_users_served_at_the_same_moment_do_not_give_way_to_each_other(task):
+    alice, bob = make_user("alice"), make_user("bob")
+    firsts = [queued_code_run(task, alice), queued_code_run(task, bob)]
+    for pk in firsts:
+        started(pk)
+    moment = timezone.now() - timedelta(minutes=3)
+    Submission.objects.filter(pk__in=firsts).update(started_at=moment)
+    alices, bobs = queued_code_run(task, alice), queued_code_run(task, bob)
+    assert not lifecycle.gives_way(alices) and not lifecycle.gives_way(bobs)
+
+
+def test_giving_way_touches_only_its_own_run(task, monkeypatch, django_capture_on_commit_callbacks):
+    alice, bob = make_user("alice"), make_user("bob")
+    code = queued_code_run(task, alice)
+    files = prediction_file(task, bob)  # the newest queued row, of another kind
+    long_ago = timezone.now() - timedelta(minutes=10)
+    Submission.objects.filter(pk__in=[code, files]).update(queued_at=long_ago)
+    sent = []
+    monkeypatch.setattr(current_app, "send_task", lambda name, args, countdown=None: sent.append((name, args)))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lifecycle.give_way(code)
+    assert sent == [("submissions.tasks.run_code_submission", [code])]
+    assert Submission.objects.get(pk=files).queued_at == long_ago
+    started(code)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lifecycle.give_way(code) is False  # no longer queued: nothing is sent
+    assert len(sent) == 1
