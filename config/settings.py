@@ -277,11 +277,6 @@ BOOTSTRAP_RESAMPLES = env_int("BOOTSTRAP_RESAMPLES", 1000)
 # question-type tests (Luo 2022 used 1,000,000; 100,000 gives p-values to about ±0.001).
 TIER_RESAMPLES = env_int("TIER_RESAMPLES", 10000)
 DIAGNOSTICS_PERMUTATIONS = env_int("DIAGNOSTICS_PERMUTATIONS", 100000)
-# Stored boards (leaderboards/store.py): a board out of date is computed by the request that
-# finds it when it has at most BOARD_INLINE_ROWS rows, or when no worker has computed it
-# BOARD_WORKER_GRACE_SECONDS after the change; otherwise the stored one is shown meanwhile.
-BOARD_INLINE_ROWS = env_int("BOARD_INLINE_ROWS", 300)
-BOARD_WORKER_GRACE_SECONDS = env_int("BOARD_WORKER_GRACE_SECONDS", 120)
 
 # Celery. Unset CELERY_BROKER_URL = the embedded filesystem broker under var/, polled every
 # 0.1 s (about 50 ms round trips on these machines).

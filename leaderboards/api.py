@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +38,16 @@ from .store import (
 )
 
 
+class BoardComputing(APIException):
+    """A board whose first computation is queued (a fresh start): a worker stores it shortly,
+    and clients retry a 503 after ``Retry-After`` seconds."""
+
+    status_code = 503
+    default_detail = "This board is being computed; ask again in a few seconds."
+    default_code = "board_computing"
+    wait = 5
+
+
 @extend_schema(
     summary="Ranked leaderboard, a page at a time, in any order the board page offers",
     parameters=[
@@ -59,7 +69,10 @@ def task_leaderboard(request: Request, slug: str) -> HttpResponse:
     if state is None or state.visibility not in Visibility.reachable_by(request.user):
         raise NotFound("No Task matches the given query.")  # as get_object_or_404 says it
     order, limit, offset = page_asked(request._request, state)
-    stamp, computed_at = current_stamp(state)
+    shown = current_stamp(state)
+    if shown is None:
+        raise BoardComputing()
+    stamp, computed_at = shown
     etag = board_etag(request, stamp, order, limit, offset)
     private = state.visibility == Visibility.HIDDEN
     answer = unchanged(request, etag, computed_at, private=private)
@@ -108,13 +121,16 @@ def stored_task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse | N
     against the anonymous rate limit; DRF's dispatch (request wrapper, authenticators,
     negotiation) costs more than serving a stored page, on the API's busiest read."""
     state = board_state(slug)
-    if state is None or state.visibility != Visibility.PUBLIC or not state.stored_is_current:
+    if state is None or state.visibility != Visibility.PUBLIC:
         return None
     try:
         order, limit, offset = page_asked(request, state)
     except ValidationError:
         return None
-    stamp, computed_at = current_stamp(state)  # the stored board's (current, checked above)
+    shown = current_stamp(state)  # the stored board's, current or not (a rebuild is then queued)
+    if shown is None:
+        return None
+    stamp, computed_at = shown
     etag = board_etag(request, stamp, order, limit, offset)
     answer = unchanged(request, etag, computed_at)
     if answer is None:
@@ -130,6 +146,8 @@ BODY_CACHE_SECONDS = 600
 def board_body(request: Request, task: Task, order: Order, limit: int | None, offset: int) -> str:
     """The answer's bytes, the rows as they were stored (``leaderboards.store.board_rows``)."""
     board = task_board(task)
+    if board is None:
+        raise BoardComputing()
     count = board.payload["n_rows"]
     limit = count if limit is None else limit
     rows = page_rows(board, task, order.sort, order.descending, offset, limit, encoded=True)
@@ -151,6 +169,8 @@ def board_body(request: Request, task: Task, order: Order, limit: int | None, of
 @permission_classes([AllowAny])
 def benchmark_leaderboard(request: Request, slug: str) -> HttpResponse:
     board = benchmark_board(get_object_or_404(Benchmark, slug=slug), "body")
+    if board is None:
+        raise BoardComputing()
     etag = strong_etag(RELEASE, board.stamp)
     return unchanged(request, etag, board.computed_at) or with_validators(
         HttpResponse(board.payload, content_type="application/json"), etag, board.computed_at)

@@ -1,6 +1,7 @@
 """Leaderboard rows for a task: human rows pinned on top, then reported baselines and
 server-scored public submissions ranked together by the primary metric."""
 import hashlib
+import json
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
 from submissions.selectors import item_scores_of, public_scored_submissions
 
+from .models import PairTest
 from .rows import BoardEntry
 
 
@@ -106,27 +108,69 @@ def add_tiers(task: Task, ranked: list[dict[str, Any]]) -> None:
     tier 1 is the top scored entry plus every entry not significantly worse than it, the rest
     tiered the same way; paired tests on the items both entries define, so a QUACKIE sample that
     failed is left out as it is from the ranked mean. Reported rows have no per-item data and get
-    no tier. Cached until the set of entries changes."""
+    no tier. Each pair's test is kept (``PairTest``, by the two entries' score fingerprints), so
+    a board that gains one entry runs the tests that involve it, not one per entry; the tiers
+    themselves are cached until the entries' scores change."""
     ids = [row["submission_id"] for row in ranked if row["submission_id"]]
-    # The cache outlives a process (and a database wiped under the same var/): the key holds each
-    # entry's id and score, so recycled ids with other results never read stale tiers.
-    fingerprint = ",".join(f"{row['submission_id']}={row['scores'].get(task.primary_metric)!r}"
-                           for row in ranked if row["submission_id"])
-    key = f"tiers-v3:{task.pk}:{settings.TIER_RESAMPLES}:" + hashlib.sha1(fingerprint.encode()).hexdigest()
+    items = item_scores_of(ids) if ids else {}
+    column = task.primary_index
+    # A failed item (None: a QUACKIE sample whose scores failed) is left out of its pairs.
+    columns = [[r[column] for r in items[row["submission_id"]]] if row["submission_id"] else None for row in ranked]
+    prints = [None if values is None else score_fingerprint(values) for values in columns]
+    key = (f"tiers-v4:{task.pk}:{settings.TIER_RESAMPLES}:"
+           + hashlib.sha256(",".join(map(str, prints)).encode()).hexdigest())
     tiers = cache.get(key)
     if tiers is None:
-        column = task.primary_index
-        items = item_scores_of(ids)
-        tiers = significance_tiers(
-            # A failed item (None: a QUACKIE sample whose scores failed) is left out of its pairs.
-            [[r[column] for r in items[row["submission_id"]]] if row["submission_id"] else None
-             for row in ranked],
-            alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
-        )
+        known = stored_pairs(task, prints)
+        tested_before = set(known)
+        tiers = significance_tiers(columns, alpha=0.05, n_resamples=settings.TIER_RESAMPLES, seed=0,
+                                   known_pairs=known)
+        store_pairs(task, prints, {pair: known[pair] for pair in known.keys() - tested_before})
         cache.set(key, tiers, 3600)
-    for row, tier in zip(ranked, tiers):
+    for row, tier in zip(ranked, tiers, strict=True):
         row.update(tier=tier["tier"], p_vs_above=tier["p_vs_above"], p_vs_leader=tier["p_vs_leader"],
                    p_adjusted=tier["p_adjusted"])
+
+
+def score_fingerprint(values: list[Any]) -> str:
+    """What a paired test of an entry depends on: its per-item primary scores, as a digest."""
+    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode()).hexdigest()
+
+
+def stored_pairs(task: Task, prints: list[str | None]) -> dict[tuple[int, int], tuple[float, float]]:
+    """{(upper row, lower row): (p, z)} of the pairs of these rows tested before (z of upper minus
+    lower). Kept pairs of entries no longer on the board are deleted on the way."""
+    rows: dict[str, list[int]] = {}
+    for position, fingerprint in enumerate(prints):
+        if fingerprint is not None:
+            rows.setdefault(fingerprint, []).append(position)
+    known: dict[tuple[int, int], tuple[float, float]] = {}
+    gone = []
+    for pk, first, second, p_value, z in PairTest.objects.filter(task=task, resamples=settings.TIER_RESAMPLES) \
+            .values_list("pk", "first", "second", "p_value", "z").iterator(chunk_size=5000):
+        if first not in rows or second not in rows:
+            gone.append(pk)
+            continue
+        for i in rows[first]:
+            for j in rows[second]:
+                known[(i, j) if i < j else (j, i)] = (p_value, z if i < j else -z)
+    for start in range(0, len(gone), 5000):
+        PairTest.objects.filter(pk__in=gone[start:start + 5000]).delete()
+    return known
+
+
+def store_pairs(task: Task, prints: list[str | None], tested: dict[tuple[int, int], tuple[float, float]]) -> None:
+    """Keep the pairs just tested, by the fingerprints of their rows (first < second)."""
+    kept = {}
+    for (upper, lower), (p_value, z) in tested.items():
+        first, second = prints[upper], prints[lower]
+        if first is None or second is None or first == second:
+            continue
+        if first > second:
+            first, second, z = second, first, -z
+        kept[first, second] = PairTest(task=task, first=first, second=second, resamples=settings.TIER_RESAMPLES,
+                                       p_value=p_value, z=z)
+    PairTest.objects.bulk_create(list(kept.values()), batch_size=1000, ignore_conflicts=True)
 
 
 def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:

@@ -74,7 +74,18 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     keys = [key for key, _ in task.metric_columns]
     header = (["rank", "method", "team", "date", "reported", "kind"] + keys + [f"{k}_ci_low" for k in keys]
               + [f"{k}_ci_high" for k in keys] + TIER_COLUMNS + ["source", "url"] + DECLARATION_COLUMNS)
-    return csv_response(f"{task.slug}-leaderboard.csv", header, task_csv_rows(task, all_rows(task_board(task))))
+    board = task_board(task)
+    if board is None:
+        return computing_response()
+    return csv_response(f"{task.slug}-leaderboard.csv", header, task_csv_rows(task, all_rows(board)))
+
+
+def computing_response() -> HttpResponse:
+    """A board whose first computation is queued: try again shortly."""
+    response = HttpResponse("This board is being computed; try again in a few seconds.\n",
+                            content_type="text/plain; charset=utf-8", status=503)
+    response["Retry-After"] = "5"
+    return response
 
 
 def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponse:
@@ -83,7 +94,10 @@ def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponse:
     (leaderboards.boards.benchmark_average_rows); a task the visitor may not see never gets a
     column, even from a stored board computed before the task was hidden."""
     benchmark = get_object_or_404(Benchmark, slug=slug)
-    average = benchmark_board(benchmark).payload
+    board = benchmark_board(benchmark)
+    if board is None:
+        return computing_response()
+    average = board.payload
     visible = set(Task.objects.visible_to(request.user).filter(benchmark=benchmark, slug__in=average["tasks"])
                   .values_list("slug", flat=True))
     slugs = [task_slug for task_slug in average["tasks"] if task_slug in visible]

@@ -65,6 +65,28 @@ class BoardRow(models.Model):
         return f"{self.snapshot.key} #{self.position}"
 
 
+class PairTest(models.Model):
+    """A paired test between two entries of a task, kept so that a board rebuilt after one new
+    entry runs only the tests that involve it (leaderboards.boards.add_tiers). Keyed by the two
+    entries' score fingerprints (a digest of their per-item primary scores): a re-scored entry
+    with other item scores gets new pairs, and recycled ids never read another entry's tests.
+    ``first`` sorts before ``second``; ``z`` is of first minus second."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    first = models.CharField(max_length=64)
+    second = models.CharField(max_length=64)
+    resamples = models.PositiveIntegerField()
+    p_value = models.FloatField()
+    z = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "first", "second", "resamples"],
+                                               name="pairtest_unique")]
+
+    def __str__(self):
+        return f"{self.first[:8]} vs {self.second[:8]}: p={self.p_value:.4g}"
+
+
 def on_board(submission: Submission) -> bool:
     """Whether a submission is (or was, before this save) a candidate for a board: scored, or
     being re-scored. Uploads, queued first runs and failures never show."""

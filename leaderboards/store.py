@@ -1,18 +1,17 @@
 """Stored boards (docs/operations.md#stored-boards): the pages and the API read a board as one
 ``BoardSnapshot`` row; ranking, confidence intervals and significance tiers are computed when
-something the board shows changes, by a worker (``leaderboards.tasks.rebuild_boards``, sent by
-``benchmark.models.boards_changed`` once the change is committed).
+something the board shows changes, by a worker (``leaderboards.tasks.rebuild_boards`` on the
+``maintenance`` queue, sent by ``benchmark.models.boards_changed`` once the change is committed).
 
-A request that finds no stored board computes it once (the first request after a deploy). One
-that finds it out of date gets the stored one while a worker recomputes it, unless the board
-is small (``BOARD_INLINE_ROWS`` rows or fewer: computed at once, so a small board is never
-behind) or the change is older than ``BOARD_WORKER_GRACE_SECONDS`` (no worker took it: the
-request computes it, so a board is never left behind for good). Only one process computes a
-given generation at a time."""
+No request ever computes a board. One that finds the stored board out of date shows it, with
+its own stamp (ETag and date), and makes sure a rebuild is queued (``request_rebuild``: the
+messages coalesce, so a busy board queues one); one that finds no stored board yet (a fresh
+start) says that the board is being computed. Only one process computes a given generation at
+a time, and a rebuild of a board that is already current does nothing."""
 import functools
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from benchmark import kinds
-from benchmark.models import Benchmark, BoardGeneration, Task, TestSet, Track
-from core.jobs import WAITING
+from benchmark.models import REBUILD_BOARDS_TASK, Benchmark, BoardGeneration, Task, TestSet, Track
+from core.jobs import WAITING, send_after_commit
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
 
@@ -191,47 +190,50 @@ def _store(key: str, stamp: str, fields: dict[str, Any]) -> BoardSnapshot:
     return snapshot
 
 
-def _build(key: str, stamp: str, compute: Any, held: BoardSnapshot | None) -> BoardSnapshot | None:
+def _build(key: str, stamp: str, compute: Any) -> None:
     """Compute and store the board ``key`` at ``stamp`` (read before computing, so a change
-    made meanwhile leaves it out of date, never wrongly current), unless another process is
-    computing that generation: then the board ``held`` (None if there is none yet)."""
+    made meanwhile leaves it out of date, never wrongly current), unless it is stored at that
+    stamp already or another process is computing that generation."""
+    if BoardSnapshot.objects.filter(key=key, stamp=stamp).exists():
+        return
     lock = f"board-build:{key}:{stamp}"
     if not cache.add(lock, 1, BUILD_LOCK_SECONDS):
-        return held
+        return
     try:
-        return _store(key, stamp, compute())
+        _store(key, stamp, compute())
     finally:
         cache.delete(lock)
 
 
 def rebuild_tasks(task_ids: list[int]) -> None:
-    """Recompute the boards of these tasks and the average boards of their benchmarks (the
-    worker's job)."""
+    """Bring the boards of these tasks and the average boards of their benchmarks up to date
+    (the worker's job); a board already current is left alone."""
     tasks = list(Task.objects.filter(pk__in=task_ids).select_related("benchmark"))
     for task in tasks:
         stamp = task_stamp(task, generations([task.pk])[task.pk][0])
-        _build(task_key(task.pk), stamp, lambda task=task: task_payload(task), None)
+        _build(task_key(task.pk), stamp, lambda task=task: task_payload(task))
     for benchmark in {task.benchmark for task in tasks}:
         ids = list(benchmark.tasks.values_list("pk", flat=True))
         _build(benchmark_key(benchmark.pk), benchmark_stamp(ids, generations(ids)),
-               lambda benchmark=benchmark: benchmark_payload(benchmark), None)
+               lambda benchmark=benchmark: benchmark_payload(benchmark))
 
 
 def rebuild_all() -> None:
     rebuild_tasks(list(Task.objects.values_list("pk", flat=True)))
 
 
+def request_rebuild(task_ids: list[int]) -> bool:
+    """Have a worker bring these tasks' boards (and their benchmarks' averages) up to date: one
+    message per task on the ``maintenance`` queue, which coalesces with one already waiting, so
+    every request that finds a board out of date may call this. Returns whether the boards were
+    rebuilt before it returned: never here (a request does not compute a board); the test
+    suite's stand-in for the worker, which rebuilds at once, says yes."""
+    for pk in sorted(set(task_ids)):
+        send_after_commit(REBUILD_BOARDS_TASK, [pk])
+    return False
+
+
 # -- reading --------------------------------------------------------------------------------
-def compute_now(snapshot: BoardSnapshot | None, changed_at: datetime | None) -> bool:
-    """Whether a request computes an out-of-date board itself (see the module docstring)."""
-    if snapshot is None:
-        return True
-    if snapshot.n_rows <= settings.BOARD_INLINE_ROWS:
-        return True
-    grace = timedelta(seconds=settings.BOARD_WORKER_GRACE_SECONDS)
-    return changed_at is None or timezone.now() - changed_at > grace
-
-
 #: What a reader takes of a stored board: ``payload`` (rows for the page and the CSV), ``summary``
 #: (the home page's line) or ``body`` (the API's encoded answer); it reads no other.
 PARTS = ("payload", "summary", "body")
@@ -245,40 +247,39 @@ def snapshots(keys: list[str], part: str) -> dict[str, BoardSnapshot]:
 
 
 def task_boards(tasks: list[Task], part: str = "payload") -> dict[int, Board]:
-    """The stored boards of ``tasks`` (their ``part``): two queries for any number of tasks and
-    entries, when they are current."""
+    """The stored boards of ``tasks`` (their ``part``), current or not: two queries for any
+    number of tasks and entries. A board out of date, or never stored, gets a rebuild queued;
+    a task whose board was never stored has no entry in the answer (it is being computed)."""
     gens = generations([task.pk for task in tasks])
-    stored = snapshots([task_key(task.pk) for task in tasks], part)
-    boards = {}
-    for task in tasks:
-        generation, changed_at = gens[task.pk]
-        stamp, snapshot = task_stamp(task, generation), stored.get(task_key(task.pk))
-        if (snapshot is None or snapshot.stamp != stamp) and compute_now(snapshot, changed_at):
-            snapshot = _build(task_key(task.pk), stamp, lambda task=task: task_payload(task), snapshot)
-            if snapshot is None:  # another process is computing the first one: so does this request
-                snapshot = _store(task_key(task.pk), stamp, task_payload(task))
-        assert snapshot is not None  # compute_now is True without a stored board
-        boards[task.pk] = Board(getattr(snapshot, part), f"t{task.pk}.{snapshot.stamp}", snapshot.computed_at,
-                                snapshot.pk)
-    return boards
+    keys = [task_key(task.pk) for task in tasks]
+    stored = snapshots(keys, part)
+    behind = [task.pk for task in tasks
+              if getattr(stored.get(task_key(task.pk)), "stamp", None) != task_stamp(task, gens[task.pk][0])]
+    if behind and request_rebuild(behind):
+        stored = snapshots(keys, part)
+    return {task.pk: Board(getattr(snapshot, part), f"t{task.pk}.{snapshot.stamp}", snapshot.computed_at, snapshot.pk)
+            for task in tasks if (snapshot := stored.get(task_key(task.pk))) is not None}
 
 
-def task_board(task: Task, part: str = "payload") -> Board:
-    return task_boards([task], part)[task.pk]
+def task_board(task: Task, part: str = "payload") -> Board | None:
+    """The stored board of ``task`` (None while its first one is being computed)."""
+    return task_boards([task], part).get(task.pk)
 
 
-def benchmark_board(benchmark: Benchmark, part: str = "payload") -> Board:
+def benchmark_board(benchmark: Benchmark, part: str = "payload") -> Board | None:
+    """The stored average board of ``benchmark``, current or not (a rebuild is queued when it is
+    out of date); None while its first one is being computed."""
     ids = list(benchmark.tasks.values_list("pk", flat=True))
-    gens = generations(ids)
-    stamp = benchmark_stamp(ids, gens)
+    if not ids:  # nothing to average: no worker is ever asked
+        empty: dict[str, list[Any]] = {"tasks": [], "rows": []}
+        return Board(JSONRenderer().render(empty).decode() if part == "body" else empty, f"b{benchmark.pk}.",
+                     timezone.now(), 0)
     key = benchmark_key(benchmark.pk)
     snapshot = snapshots([key], part).get(key)
-    latest = max((changed for _, changed in gens.values() if changed is not None), default=None)
-    if (snapshot is None or snapshot.stamp != stamp) and compute_now(snapshot, latest):
-        snapshot = _build(key, stamp, lambda: benchmark_payload(benchmark), snapshot)
-        if snapshot is None:
-            snapshot = _store(key, stamp, benchmark_payload(benchmark))
-    assert snapshot is not None  # compute_now is True without a stored board
+    if (snapshot is None or snapshot.stamp != benchmark_stamp(ids, generations(ids))) and request_rebuild(ids):
+        snapshot = snapshots([key], part).get(key)
+    if snapshot is None:
+        return None
     return Board(getattr(snapshot, part), f"b{benchmark.pk}.{snapshot.stamp}", snapshot.computed_at, snapshot.pk)
 
 
@@ -387,11 +388,16 @@ def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
     return parts + [f"t{pk}.{stamp}" for pk, _, _, stamp in tasks], up_to_date
 
 
-def current_stamp(state: BoardState) -> tuple[str, datetime]:
-    """The stamp and date of the board a request shows: the stored one when it is current, else
-    whatever ``task_boards`` decides (compute it now, or show the stored one while a worker does)."""
-    if state.stored_is_current:
-        assert state.computed_at is not None  # for the type checker: stored_is_current says so
-        return f"t{state.task_id}.{state.stamp}", state.computed_at
-    board = task_board(Task.objects.get(pk=state.task_id), "summary")
-    return board.stamp, board.computed_at
+def current_stamp(state: BoardState) -> tuple[str, datetime] | None:
+    """The stamp and date of the board a request shows: the stored one, current or not (when it
+    is out of date a rebuild is queued); None when no board was stored yet (one is queued)."""
+    if not state.stored_is_current:
+        stamp, computed_at = state.stamp, state.computed_at
+        if request_rebuild([state.task_id]):
+            stamp, computed_at = BoardSnapshot.objects.filter(key=task_key(state.task_id)).values_list(
+                "stamp", "computed_at").first() or (None, None)
+        if stamp is None or computed_at is None:
+            return None
+        return f"t{state.task_id}.{stamp}", computed_at
+    assert state.computed_at is not None  # for the type checker: stored_is_current says so
+    return f"t{state.task_id}.{state.stamp}", state.computed_at

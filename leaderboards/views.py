@@ -64,7 +64,7 @@ def home(request: HttpRequest) -> HttpResponse:
     # The hot path: two queries decide between a 304, a page rendered earlier and rendering.
     visibilities = Visibility.listed_for(request.user)
     parts, up_to_date = listed_stamps(visibilities)
-    if not up_to_date:  # compute what is missing (or let a worker do it) first, as the page would
+    if not up_to_date:  # a worker brings the boards behind up to date; the page shows the stored ones
         task_boards(list(Task.objects.filter(visibility__in=visibilities)), "summary")
         parts, _ = listed_stamps(visibilities)
     return conditional_page(request, parts, lambda: home_page(request))
@@ -74,27 +74,32 @@ def home_page(request: HttpRequest) -> HttpResponse:
     benchmarks = list(Benchmark.objects.prefetch_related("tasks"))
     listed = {benchmark.pk: list(benchmark.tasks.listed_for(request.user)) for benchmark in benchmarks}
     boards = task_boards([task for tasks in listed.values() for task in tasks], "summary")
-    cards = []
+    cards: list[dict[str, Any]] = []
     for benchmark in benchmarks:
-        tasks = [home_row(task, boards[task.pk].payload) for task in listed[benchmark.pk]]
+        tasks = [home_row(task, boards[task.pk].payload if task.pk in boards else None)
+                 for task in listed[benchmark.pk]]
         # One metric for the whole card names the score column; otherwise each cell names its own.
         labels = {t["metric_label"] for t in tasks}
         cards.append({"benchmark": benchmark, "tasks": tasks,
                       "metric_label": labels.pop() if len(labels) == 1 else ""})
-    return render(request, "leaderboards/home.html", {"cards": cards})
+    return render(request, "leaderboards/home.html", {
+        "cards": cards, "computing": any(row["computing"] for card in cards for row in card["tasks"])})
 
 
-def home_row(task: Task, summary: dict[str, Any]) -> dict[str, Any]:
+def home_row(task: Task, summary: dict[str, Any] | None) -> dict[str, Any]:
     """A task's line on the home page, from its stored board's summary (boards.board_summary):
-    its best ranked entry and the human row, on the task's own primary metric."""
+    its best ranked entry and the human row, on the task's own primary metric. None: the
+    board's first computation is queued."""
     metric = task.primary_metric
+    computing = summary is None
+    summary = summary or {"best": None, "human": None, "entries": None}
     best, human = summary["best"], summary["human"]
     return {"task": task, "best": best, "human": human, "published": not task.accepts_submissions,
             "metric_label": dict(task.metric_columns)[metric],
             "best_score": best["scores"].get(metric) if best else None,
             "human_score": human["scores"].get(metric) if human else None,
             "decimals": task.metric_decimals,
-            "entries": summary["entries"]}
+            "entries": summary["entries"], "computing": computing}
 
 
 def table_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -131,7 +136,8 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     page_number = request.GET.get("page", "1")
     if not page_number.isdigit() or int(page_number) < 1:
         raise BadRequest("page: a page number (1, 2, ...)")
-    stamp, _ = current_stamp(state)
+    shown = current_stamp(state)
+    stamp = shown[0] if shown is not None else f"t{state.task_id}.computing"
     # Besides the board: the test set's cue table, the track's progress and its built-in baseline
     # job's, which change on their own.
     parts = [stamp, state.test_set_id, state.cues_updated_at, state.track, state.baselines, order, int(page_number)]
@@ -143,15 +149,18 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
     test_set = task.current_test_set()
     track = getattr(task, "track", None) if task.kind_definition.has_tracks else None
     board = task_board(task)
-    n_rows = board.payload["n_rows"]
+    # None: the board's first computation is queued (a fresh start): the page says so and updates itself.
+    payload = board.payload if board is not None else {"n_rows": 0, "n_submissions": 0, "awaiting_rescore": 0}
+    n_rows = payload["n_rows"]
     n_pages = max(1, -(-n_rows // BOARD_PAGE_ROWS))
     if page_number > n_pages:
         raise Http404(f"This board has {n_pages} page{'s' if n_pages != 1 else ''}.")
     cues = cue_table(test_set)
     baselines = baseline_progress(test_set) if track is not None else None
-    rows = list(table_rows(task, page_rows(board, task, order.sort, order.descending,
-                                           (page_number - 1) * BOARD_PAGE_ROWS, BOARD_PAGE_ROWS)))
-    quick = (track is not None and track.status in WAITING) or (cues is not None and cues["status"] in WAITING)
+    rows = [] if board is None else list(table_rows(task, page_rows(
+        board, task, order.sort, order.descending, (page_number - 1) * BOARD_PAGE_ROWS, BOARD_PAGE_ROWS)))
+    quick = (board is None or (track is not None and track.status in WAITING)
+             or (cues is not None and cues["status"] in WAITING))
     slow = baselines is not None and baselines["status"] in WAITING
     return render(request, "leaderboards/leaderboard.html", {
         "track": track,
@@ -164,7 +173,8 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "task": task,
         "test_set": test_set,
         "rows": rows,
-        "phases": board.payload.get("phases", []),
+        "computing": board is None,
+        "phases": payload.get("phases", []),
         "dev_set_marked": any(row.get("dev_set_use") in ("part", "whole") for row in rows),
         "headers": sort_headers(task, order, request.path),
         "pages": page_links(request.path, order, page_number, n_pages),
@@ -173,8 +183,8 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "sorted_by": "" if order.is_default else order.label(task),
         "sorted_column": order.sort,
         "primary_label": dict(task.metric_columns)[task.primary_metric],
-        "has_submissions": board.payload["n_submissions"] > 0,
-        "awaiting_rescore": board.payload["awaiting_rescore"],
+        "has_submissions": payload["n_submissions"] > 0,
+        "awaiting_rescore": payload["awaiting_rescore"],
         "tier_procedure": TIER_PROCEDURE,
         "wording": wording.wording_for(task),
     })
@@ -268,7 +278,9 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
 
 def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, slug=slug)
-    average = benchmark_board(benchmark).payload
+    board = benchmark_board(benchmark)
+    # None: its first computation is queued: the page says so and updates itself.
+    average = board.payload if board is not None else {"tasks": [], "rows": []}
     averaged = {task.slug: task for task in benchmark.tasks.filter(slug__in=average["tasks"])}
     tasks = [averaged[slug] for slug in average["tasks"]]
     rows = average["rows"]
@@ -276,13 +288,14 @@ def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
         row["cells"] = [row["per_task"][task.slug] for task in tasks]
     listed = list(benchmark.tasks.listed_for(request.user))
     stored = task_boards(listed, "summary")
-    boards = [home_row(task, stored[task.pk].payload) for task in listed]
+    boards = [home_row(task, stored[task.pk].payload if task.pk in stored else None) for task in listed]
     return render(request, "leaderboards/benchmark.html", {
         "benchmark": benchmark, "tasks": tasks, "rows": rows, "boards": boards,
         # An average over one subset is that subset's board again: shown from two subsets on.
         "show_average": len(tasks) > 1, "average_note": wording.average_note(tasks),
         "average_title": wording.average_title(tasks),
         "kinds": wording.kinds_of([b["task"] for b in boards]), "bibtex": wording.bibtex_for(benchmark),
+        "computing": board is None or any(b["computing"] for b in boards),
     })
 
 

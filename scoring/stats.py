@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from statistics import NormalDist
-from typing import Mapping, Sequence
+from typing import Mapping, MutableMapping, Sequence
 
 import numpy as np
 
@@ -320,6 +320,7 @@ def significance_tiers(
     alpha: float = TIER_ALPHA,
     n_resamples: int = DEFAULT_TIER_RESAMPLES,
     seed: int = 0,
+    known_pairs: MutableMapping[tuple[int, int], tuple[float, float]] | None = None,
 ) -> list[dict]:
     """Tier 1 is the top entry plus every entry not significantly worse than it (paired sign-flip tests on the
     items both define, step-down studentized-range correction, at ``alpha``); the rest are tiered the same way.
@@ -346,6 +347,10 @@ def significance_tiers(
     None for all p-values. Rows without data, or with no defined item, get None everywhere.
     Every pair uses the same seed, so a pair's p-value does not depend on the rest of the board.
     Entries of different lengths raise ValueError.
+
+    ``known_pairs``: (p, z) of pairs tested before, keyed by (upper row, lower row); the pairs
+    this call tests are added to it, so a caller that keeps them (the server, per pair of
+    entries) tests only the pairs that involve a new entry when the board changes.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be strictly between 0 and 1")
@@ -359,7 +364,7 @@ def significance_tiers(
     if len(sizes) > 1:
         raise ValueError(f"significance_tiers needs scores on the same items: got lengths {sorted(sizes)}")
 
-    pairs: dict[tuple[int, int], tuple[float, float]] = {}
+    pairs: MutableMapping[tuple[int, int], tuple[float, float]] = {} if known_pairs is None else known_pairs
 
     def pair(upper: int, lower: int) -> tuple[float, float]:
         if (upper, lower) not in pairs:

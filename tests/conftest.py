@@ -21,6 +21,22 @@ def _isolated_files_and_throttles(settings, tmp_path):
     cache.clear()  # API throttle counters live in the cache: each test starts fresh
 
 
+@pytest.fixture(autouse=True)
+def _board_worker(monkeypatch):
+    """A stand-in for the worker that rebuilds boards: a request that finds a board out of date
+    asks for a rebuild (leaderboards.store.request_rebuild), and here the rebuild happens at
+    once, so a test reads the board of its latest change. In the product a request never
+    computes a board; tests/leaderboards/test_board_store.py checks that path with this stand-in
+    replaced (``queued_rebuilds``)."""
+    from leaderboards import store
+
+    def rebuild_now(task_ids):
+        store.rebuild_tasks(list(task_ids))
+        return True
+
+    monkeypatch.setattr(store, "request_rebuild", rebuild_now)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs_bwrap: needs bubblewrap; skipped where it is missing, failed when "

@@ -185,12 +185,23 @@ class Stack:
     def request(self, method, path, *, token=None, json_body=None, fields=None, files=None):
         return Client(self.url).request(method, path, token=token, json_body=json_body, fields=fields, files=files)
 
-    def board(self, slug):
+    def board(self, slug, until=None):
         """A task's whole board as the API serves it, one page at a time (``next``): the first
         page with the rows of every page and ``next``/``previous`` null, as the unversioned path
         answered before boards came in pages. Read with plain GETs, so that it can check
-        ``Client.board``, which joins pages its own way."""
+        ``Client.board``, which joins pages its own way. A worker stores a board after each
+        change (a request never computes one), so this waits for a stored board (503 until the
+        first) and, with ``until``, for one on which ``until(board)`` holds."""
+        def read():
+            board = self._board(slug)
+            return board if board is not None and (until is None or until(board)) else None
+
+        return wait_until(read, f"the board of {slug}", timeout=90)
+
+    def _board(self, slug):
         status, first = self.request("GET", f"/api/v1/tasks/{slug}/leaderboard/")
+        if status == 503:
+            return None
         assert status == 200, first
         rows, link = list(first["rows"]), first["next"]
         while link:

@@ -7,6 +7,7 @@ import tempfile
 import pytest
 
 from .conftest import sample_and_expected
+from .stack import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -79,6 +80,14 @@ def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
 
     page.goto(url + "/tasks/expmrc-squad/")
     row = page.locator("#leaderboard tr", has_text="Browser system")
+    # A worker stores the board after the change (a request never computes it): reload until it is there.
+    def shown():
+        if row.count() == 1:
+            return True
+        page.reload()
+        return False
+
+    wait_until(shown, "the entry on the board", timeout=90)
     assert row.count() == 1
     assert "Headless Lab" in row.inner_text()
     assert f"{expected['overall_f1']:.3f}" in row.inner_text()

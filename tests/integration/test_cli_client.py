@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from .conftest import sample_and_expected
-from .stack import REPO
+from .stack import REPO, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -109,8 +109,9 @@ def test_cli_token_submit_wait_and_leaderboard(embedded_stack, scored, tmp_path)
     assert submitted, done.stdout
     assert "CLI system" not in cli(embedded_stack, "leaderboard", "expmrc-squad").stdout
     assert cli(embedded_stack, "publish", submitted.group(1), token=token).returncode == 0
-    board = cli(embedded_stack, "leaderboard", "expmrc-squad")
-    assert board.returncode == 0 and "CLI system" in board.stdout
+    # A worker stores the board after the change: wait for it.
+    wait_until(lambda: "CLI system" in cli(embedded_stack, "leaderboard", "expmrc-squad").stdout,
+               "the published entry on the board", timeout=90)
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"x": 1}')

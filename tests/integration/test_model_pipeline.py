@@ -44,5 +44,6 @@ def test_a_bundle_goes_from_upload_to_the_board_without_the_inputs_leaving(stack
     assert done["status"] == "scored", (done, stack.log_text("sandbox")[-3000:])
     assert done["scores"]["overall_f1"] > 0 and done["details"]["model_run"]["smoke"] is True
     assert "Smoke run on the public sample" in done["run_log"]
-    rows = [row for row in stack.board(SLUG)["rows"] if row["kind"] == "submission"]
+    board = stack.board(SLUG, until=lambda b: any(r["kind"] == "submission" for r in b["rows"]))
+    rows = [row for row in board["rows"] if row["kind"] == "submission"]
     assert [row["method"] for row in rows] == ["Lexical overlap"]

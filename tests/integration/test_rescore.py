@@ -48,8 +48,7 @@ def test_import_v2_rescore_and_rescore_again(embedded_stack, tmp_path):
                           SLUG, "--version", "v2-corrected", "--note", "first paragraph re-annotated")
     assert result.returncode == 0, result.stderr
     assert f"manage.py rescore --task {SLUG}" in result.stdout
-    board = stack.board(SLUG)
-    assert board["test_set_version"] == "v2-corrected"
+    board = stack.board(SLUG, until=lambda b: b["test_set_version"] == "v2-corrected")
     assert body["id"] not in [row["submission_id"] for row in board["rows"]]
 
     rescore = stack.manage("rescore", "--task", SLUG, "--timeout", "120")
@@ -59,7 +58,7 @@ def test_import_v2_rescore_and_rescore_again(embedded_stack, tmp_path):
     assert "re-scored: 1 (score changed: 1, unchanged: 0); failed: 0" in out, out
     assert "largest score changes" in out
 
-    board = stack.board(SLUG)
+    board = stack.board(SLUG, until=lambda b: any(r["submission_id"] == body["id"] for r in b["rows"]))
     row = next(row for row in board["rows"] if row["submission_id"] == body["id"])
     assert row["scores"]["answer_f1"] != v1["scores"]["answer_f1"] and not row["stale"]
     status, entry = stack.request("GET", f"/api/v1/submissions/{body['id']}/", token=token)

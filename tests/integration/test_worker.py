@@ -23,7 +23,7 @@ def upload_and_score(stack, token):
     assert scored["attempts"] == 1
     low, high = scored["ci"]["overall_f1"]
     assert low <= scored["scores"]["overall_f1"] <= high
-    board = stack.board("expmrc-squad")
+    board = stack.board("expmrc-squad", until=lambda b: any(r["submission_id"] == body["id"] for r in b["rows"]))
     entry = next(row for row in board["rows"] if row["submission_id"] == body["id"])
     assert entry["method"] == "Sample system" and not entry["reported"] and entry["rank"] >= 1
     return body["id"]
@@ -99,7 +99,8 @@ def test_worker_killed_mid_scoring_loses_nothing(tmp_path):
         assert scored["status"] == "scored", scored
         assert scored["attempts"] == 2
         assert_official(scored["scores"], expected)
-        board = stack.board("expmrc-squad")
+        board = stack.board("expmrc-squad",
+                            until=lambda b: any(r["submission_id"] == body["id"] for r in b["rows"]))
         assert [row["submission_id"] for row in board["rows"]].count(body["id"]) == 1
 
         # A file that scores past the time limit fails at the soft limit, charged to its sender,

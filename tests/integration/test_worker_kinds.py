@@ -104,7 +104,7 @@ def test_quackie_score_file_scored_by_a_real_worker(embedded_stack, tiny_track):
     expected = quackie.score(gold, scores)
     for name, key in (("IoU", "iou"), ("HPD", "hpd"), ("SNR", "snr")):
         assert scored["scores"][key] == pytest.approx(100 * expected[name], abs=1e-9)
-    board = embedded_stack.board(slug)
+    board = embedded_stack.board(slug, until=lambda b: any(r["submission_id"] == body["id"] for r in b["rows"]))
     assert any(row["submission_id"] == body["id"] for row in board["rows"])
 
 

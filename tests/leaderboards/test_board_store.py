@@ -10,10 +10,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from benchmark.models import ReportedResult, boards_changed
+from leaderboards import store
+from leaderboards.models import BoardSnapshot, PairTest
 from leaderboards.tasks import rebuild_boards
+from scoring import stats
 from submissions.intake import submit_predictions
 from submissions.models import Status, Submission
 from submissions.scorers import current_scorer_version
+from submissions.selectors import item_scores_of
 from submissions.tasks import score_submission
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
 
@@ -113,27 +117,102 @@ def test_the_board_follows_scores_hiding_flags_and_reported_rows():
     assert "Paper baseline" in page and "First" not in page and "Second" not in page
 
 
-def test_a_large_board_waits_for_the_worker(settings):
-    """Above BOARD_INLINE_ROWS a request shows the stored board while the worker recomputes it."""
-    settings.BOARD_INLINE_ROWS = 0
+class Queued(list):
+    """Task ids whose board rebuilds requests queued; ``run()`` is the worker taking them."""
+
+    def __init__(self, monkeypatch, payloads):
+        super().__init__()
+        self.monkeypatch, self.payloads = monkeypatch, payloads
+
+    def run(self, *task_ids):
+        """The worker: takes the queued rebuilds and, as after a change, those of ``task_ids``."""
+        with self.monkeypatch.context() as allowed:
+            for name, real in self.payloads.items():
+                allowed.setattr(store, name, real)
+            rebuild_boards(sorted(set(self) | set(task_ids)))
+        self.clear()
+
+
+@pytest.fixture
+def queued_rebuilds(monkeypatch):
+    """The product's own path: a request queues a rebuild and computes nothing (the board
+    computations raise if a request calls them)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a board was computed inside a request")
+
+    queued = Queued(monkeypatch, {"task_payload": store.task_payload, "benchmark_payload": store.benchmark_payload})
+
+    def queue(task_ids):
+        queued.extend(task_ids)
+        return False
+
+    monkeypatch.setattr(store, "request_rebuild", queue)
+    monkeypatch.setattr(store, "task_payload", refuse)
+    monkeypatch.setattr(store, "benchmark_payload", refuse)
+    return queued
+
+
+def test_a_stale_board_is_served_with_its_stamp_while_the_rebuild_is_queued(queued_rebuilds):
     task = make_task(SLUG)
-    user = make_user("alice")
-    seed(task, 3, user)
-    assert len(api_rows()) == 3  # no stored board yet: computed by this request
-    seed(task, 5, user)
-    assert len(api_rows()) == 3  # out of date, the worker has not run: the stored one
+    seed(task, 3, make_user("alice"))
+    queued_rebuilds.run(task.pk)  # the worker's run after the change
+    client = Client()
+    before = {name: client.get(path) for name, path in PAGES.items()}
+    assert all(answer.status_code == 200 for answer in before.values())
+    assert len(api_rows(client)) == 3
+    queued_rebuilds.clear()
+
+    seed(task, 5, make_user("bob"))  # the board's generation moves on; the worker has not run
+    for name, path in PAGES.items():
+        answer = client.get(path)
+        assert answer.status_code == 200 and answer["ETag"] == before[name]["ETag"], name  # the stored board
+        assert client.get(path, HTTP_IF_NONE_MATCH=before[name]["ETag"]).status_code == 304
+    assert len(api_rows(client)) == 3
+    assert client.get(PAGES["api"])["Last-Modified"] == before["api"]["Last-Modified"]
+    assert set(queued_rebuilds) == {task.pk}  # every stale read asked the worker; the messages coalesce
+
+    queued_rebuilds.run()
+    assert len(api_rows(client)) == 5
+    assert client.get(PAGES["board"])["ETag"] != before["board"]["ETag"]
+
+
+def test_the_first_visit_on_an_empty_store_answers_200_and_queues_the_board(queued_rebuilds):
+    task = make_task(SLUG)
+    seed(task, 4, make_user("alice"))
+    BoardSnapshot.objects.all().delete()  # a fresh start: nothing stored yet
+    client = Client()
+    page = client.get(PAGES["board"])
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "being computed" in text and 'data-refresh="3"' in text
+    home = client.get(PAGES["home"])
+    assert home.status_code == 200 and "being computed" in home.content.decode()
+    benchmark = client.get(f"/benchmarks/{task.benchmark.slug}/")
+    assert benchmark.status_code == 200 and "being computed" in benchmark.content.decode()
+    api = client.get(PAGES["api"])
+    assert api.status_code == 503 and api["Retry-After"] == "5"
+    assert client.get(f"/tasks/{SLUG}/leaderboard.csv").status_code == 503
+    assert set(queued_rebuilds) == {task.pk}
+
+    queued_rebuilds.run()
+    page = client.get(PAGES["board"])
+    assert page.status_code == 200 and "System 3" in page.content.decode()
+    assert "being computed" not in page.content.decode()
+    assert len(api_rows(client)) == 4
+
+
+def test_a_duplicate_rebuild_of_a_current_board_computes_nothing(monkeypatch):
+    task = make_task(SLUG)
+    seed(task, 2, make_user("alice"))
     rebuild_boards([task.pk])
-    assert len(api_rows()) == 5
 
+    def refuse(*args, **kwargs):
+        raise AssertionError("recomputed a current board")
 
-def test_a_board_the_worker_never_recomputed_is_computed_by_a_request(settings):
-    settings.BOARD_INLINE_ROWS, settings.BOARD_WORKER_GRACE_SECONDS = 0, 0
-    task = make_task(SLUG)
-    user = make_user("alice")
-    seed(task, 3, user)
-    assert len(api_rows()) == 3
-    seed(task, 4, user)
-    assert len(api_rows()) == 4
+    monkeypatch.setattr(store, "task_payload", refuse)
+    monkeypatch.setattr(store, "benchmark_payload", refuse)
+    rebuild_boards([task.pk])
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
@@ -173,3 +252,37 @@ def test_responses_are_gzipped_when_the_client_accepts_it():
                         HTTP_IF_NONE_MATCH=zipped["ETag"]).status_code == 304  # gzip's weak ETag still matches
     page = Client().get(PAGES["board"], HTTP_ACCEPT_ENCODING="gzip")
     assert page["Content-Encoding"] == "gzip" and b"System 29" in gzip.decompress(page.content)
+
+
+def test_a_new_entry_costs_the_paired_tests_that_involve_it_not_one_per_entry(monkeypatch, settings):
+    """Each pair's test is kept by the two entries' score fingerprints: after one more entry the
+    board runs the tests of that entry's pairs only, and its tiers are those of a fresh run."""
+    settings.TIER_RESAMPLES = 200
+    task = make_task(SLUG)
+    user = make_user("alice")
+    seed(task, 40, user)
+    tested = []
+    real = stats._pair_statistics
+
+    def counted(first, second, n_resamples, seed_):
+        tested.append(1)
+        return real(first, second, n_resamples, seed_)
+
+    monkeypatch.setattr(stats, "_pair_statistics", counted)
+    rebuild_boards([task.pk])
+    cold = len(tested)
+    assert cold >= 39 and PairTest.objects.filter(task=task).count() > 0
+
+    tested.clear()
+    seed(task, 41, user)  # one more entry
+    rebuild_boards([task.pk])
+    rows = [row for row in api_rows() if row["submission_id"]]
+    tiers = max(row["tier"] for row in rows)
+    # Its neighbours' p_vs_above and the leaders of the tiers it is tested against: not 40 tests.
+    assert len(tested) <= tiers + 2 < cold, (len(tested), tiers, cold)
+
+    items = item_scores_of([row["submission_id"] for row in rows])
+    fresh = stats.significance_tiers([[r[2] for r in items[row["submission_id"]]] for row in rows],
+                                     n_resamples=200, seed=0)
+    assert [(row["tier"], row["p_vs_above"], row["p_adjusted"]) for row in rows] == [
+        (tier["tier"], tier["p_vs_above"], tier["p_adjusted"]) for tier in fresh]
