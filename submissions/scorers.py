@@ -63,21 +63,27 @@ class SkillsScorer:
         return {v.skill: v for v in test_set.skill_variants.filter(status="ok")}
 
     def parse(self, raw: bytes, test_set: TestSet, *, max_bytes: int,
-              stored: bool = False) -> dict[str, dict[str, dict]]:
+              stored: bool = False) -> dict[str, dict[str, dict] | None]:
+        """The sections as prediction objects. A section of a skill that has no variant here for
+        good (not applicable to the task, like s3 or an English-only skill on a Chinese task, or
+        not configured on this server) is accepted and ignored (``None``; the score's details say
+        so): files that send every section keep working. Unknown sections and skills not built
+        yet are refused, unless the file is a stored one read again."""
         document = skills.read_sections(raw, max_bytes=max_bytes)
         variants = self.variants(test_set)
         names = [name for name, _ in document]
-        refused = [name for name in names if name != "original" and name not in variants]
-        refused_set = set(refused)  # looked up per section: a set keeps a file of many sections linear
+        unscored = {name for name in names if name != "original" and name not in variants}
+        statuses = dict(test_set.skill_variants.values_list("skill", "status")) if unscored else {}
+        refused = [name for name in names if name in unscored and not ignored_reason(name, test_set, statuses)]
         if refused and not stored:
             raise InvalidPredictions(self.refusal(refused, test_set, variants))
         if "original" not in names:
             raise InvalidPredictions(skills.MISSING_ORIGINAL)
         parsed: dict[str, Any] = {}
         for name, section in document:
-            if name in refused_set:
-                # A stored, accepted file whose section's variant is no longer built (re-scoring
-                # after an upgrade made it not applicable): kept out of the scores, reported.
+            if name in unscored:
+                # Ignored (reported by ``score``): a skill without a variant here for good, or, in
+                # a stored file read again, one whose variant is no longer built.
                 parsed[name] = None
                 continue
             spec = test_set.key_spec if name == "original" else variants[name].key_spec
@@ -112,18 +118,20 @@ class SkillsScorer:
         allowed = ", ".join(["original", *sorted(variants, key=_skill_order)])
         return f"section {'; section '.join(reasons)}; sections this task accepts: {allowed}"
 
-    def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict[str, dict]]) -> ScoredRun:
-        original = expmrc.score_predictions(test_set.gold, predictions["original"])
+    def score(self, task: Task, test_set: TestSet, predictions: dict[str, dict[str, dict] | None]) -> ScoredRun:
+        original_predictions = predictions["original"]
+        assert original_predictions is not None  # parse requires the original section
+        original = expmrc.score_predictions(test_set.gold, original_predictions)
         variants = self.variants(test_set)
         variant_f1 = {}
-        no_longer_built = []
+        ignored = []
         for name, preds in predictions.items():
             if name == "original":
                 continue
-            if name not in variants:
-                # Re-scoring a stored file whose section's variant is no longer built (e.g. s3,
-                # now not applicable): reported, not scored.
-                no_longer_built.append(name)
+            if name not in variants or preds is None:
+                # A section without a variant here (s3, not applicable; s6 not configured; or a
+                # stored file's section whose variant is no longer built): reported, not scored.
+                ignored.append(name)
                 continue
             # Masks never earn credit: answers are compared by position against the original
             # text (docs/diagnostics.md#skill-based-reconstructed-sets). An "ok" variant has its gold.
@@ -131,15 +139,37 @@ class SkillsScorer:
             variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
         gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0)
         not_submitted = sorted(set(variants) - set(variant_f1), key=_skill_order)
+        statuses = dict(test_set.skill_variants.values_list("skill", "status")) if ignored else {}
+        ignored = sorted(ignored, key=_skill_order)
         return ScoredRun(
             scores={task.answer_metric: original.answer, "evidence_f1": original.evidence,
                     "overall_f1": original.overall},
             item_rows=[[q["answer"], q["evidence"], q["overall"]] for q in original.per_question],
             total=original.total,
             unanswered=original.unanswered,
-            details={"skills": gaps, "not_submitted": not_submitted,
-                     "not_scored": sorted(no_longer_built, key=_skill_order)},
+            details={"skills": gaps, "not_submitted": not_submitted, "not_scored": ignored,
+                     "ignored_sections": [{"skill": name, "reason": ignored_reason(name, test_set, statuses)
+                                           or "its variant is no longer built for this test set"}
+                                          for name in ignored]},
         )
+
+
+def ignored_reason(name: str, test_set: TestSet, statuses: dict[str, str]) -> str:
+    """Why a skill section is accepted but not scored ("" when it is refused instead): the skill
+    has no variant for this task for good (not applicable to it, or not configured here)."""
+    definition = skills.SKILLS.get(name)
+    if definition is None:
+        return ""
+    task = test_set.task
+    if task.language not in definition["languages"]:
+        languages = dict(type(task).LANGUAGE_CHOICES)
+        defined_for = " and ".join(languages.get(code, code) for code in sorted(definition["languages"]))
+        return f"not applicable: {name} is defined for {defined_for} passages only"
+    if statuses.get(name) == skills.NOT_APPLICABLE:
+        return "not applicable to this task (no variant is built)"
+    if statuses.get(name) == skills.NOT_CONFIGURED:
+        return "not configured on this server (no variant is built)"
+    return ""
 
 
 def _skill_order(name):

@@ -1,6 +1,7 @@
 """`manage.py build_skill_sets` on the small fixture tasks: every skill stored with its status,
 listed by the API with public inputs; refused tasks exit 2; a broken translation model only
-fails s6; skill sections a task cannot score are refused with the reason."""
+fails s6; sections of skills without a variant for good (s3, not applicable or not configured) are
+accepted and reported as ignored, other sections a task cannot score are refused with the reason."""
 import io
 import json
 
@@ -11,6 +12,8 @@ from rest_framework.test import APIClient
 
 from benchmark.models import SkillVariant
 from scoring.analysis.skills import SKILLS
+from submissions.models import Status, Submission
+from submissions.tasks import score_submission
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
 from tests.scoring.test_skills import garbage_marian_folder
 
@@ -80,22 +83,41 @@ def upload_skills(slug, document):
                     {"file": upload_file(document), "method_name": "Skills", "kind": "skills"}, format="multipart")
 
 
-def test_an_english_only_skill_on_a_chinese_task_is_refused_as_not_applicable():
+def scored_skills(slug, document):
+    response = upload_skills(slug, document)
+    assert response.status_code == 201, response.json()
+    assert score_submission(response.json()["id"]) == Status.SCORED
+    return Submission.objects.get(pk=response.json()["id"])
+
+
+def test_an_english_only_skill_on_a_chinese_task_is_accepted_and_reported_as_ignored():
     task = make_task("expmrc-cmrc2018")
     build("expmrc-cmrc2018")
     assert statuses(task)["s1"] == "not applicable" and statuses(task)["s13"] == "ok"
     original = perfect_predictions(fixture_gold("expmrc-cmrc2018"))
-    response = upload_skills("expmrc-cmrc2018", {"original": original, "s1": original})
-    assert response.status_code == 400
-    error = response.json()["error"]
-    assert ('section "s1" is not applicable to this task\'s language (Chinese): s1 is defined for English '
-            "passages only") in error
-    assert "unknown" not in error and "s13" in error.split("sections this task accepts:")[1]
+    entry = scored_skills("expmrc-cmrc2018", {"original": original, "s1": original})
+    assert entry.details["ignored_sections"] == [
+        {"skill": "s1", "reason": "not applicable: s1 is defined for English passages only"}]
+    assert "s1" not in {name for name, gap in entry.details["skills"].items() if gap.get("gap") is not None}
+
+
+def test_a_file_with_every_section_s3_and_s6_included_is_accepted_and_says_what_was_ignored():
+    make_task("expmrc-squad")
+    build("expmrc-squad")
+    original = perfect_predictions(fixture_gold("expmrc-squad"))
+    document = {"original": original, **{skill: original for skill in SKILLS}}
+    entry = scored_skills("expmrc-squad", document)
+    ignored = {row["skill"]: row["reason"] for row in entry.details["ignored_sections"]}
+    assert ignored == {"s3": "not applicable to this task (no variant is built)",
+                       "s6": "not configured on this server (no variant is built)"}
+    assert entry.details["not_submitted"] == []  # every built variant was scored
+    page = Client().get(f"/submissions/{entry.pk}/").content.decode()
+    assert "Sections accepted but ignored (no variant to score here): s3 (not applicable" in page
 
 
 @pytest.mark.parametrize("section, reason", [
-    ("s6", 'section "s6" is not configured on this server'),
     ("s99", 'section "s99" is not a skill section'),
+    ("S3", 'section "S3" is not a skill section'),
 ])
 def test_other_refused_skill_sections_say_why(section, reason):
     make_task("expmrc-squad")
