@@ -497,20 +497,25 @@ class _Reader:
         kind = declared_kind if declared_kind in kinds.names() else None  # None: checks needing it are left out
         test_sets = self.entries(value, "test_sets", where, lambda v, w: self.test_set(v, w, kind))
         self.unique([(s.place, (s.split, s.version)) for s in test_sets], "version", "test set")
-        columns = [key for key, _ in Task(kind=kind).metric_columns] if kind else None
-        reported = self.entries(value, "reported", where, lambda v, w: self.reported(v, w, columns))
-        self.unique([(r.place, (r.kind, r.method)) for r in reported], "method", "reported row")
+        reported = self.reported_rows(value, where, kind)
         if checked is None:
             return None
         if checked.get("inputs") == InputsAccess.HIDDEN and kind and not kinds.get(kind).takes_models:
             self.problem(f"{where}.inputs", f"{kind} tasks take no model submissions, so their inputs cannot be "
                                             "hidden (docs/model_submissions.md)")
-        reported = [replace(r, fields={"order": position, **r.fields}) for position, r in enumerate(reported)]
         phases = self.entries(value, "phases", where, self.phase)
         self.unique([(p.place, p.name) for p in phases], "name", "phase")
         return TaskEntry(place=self.place(where), slug=checked["slug"],
                          fields={k: v for k, v in checked.items() if k in TASK_FIELDS},
                          test_sets=test_sets, reported=reported, phases=phases)
+
+    def reported_rows(self, value: Any, where: str, kind: str | None) -> list[ReportedEntry]:
+        """A task's reported rows, each checked against the kind's metric columns (when the kind
+        is known) and numbered in the order of the file, which is their order on the board."""
+        columns = [key for key, _ in Task(kind=kind).metric_columns] if kind else None
+        reported = self.entries(value, "reported", where, lambda v, w: self.reported(v, w, columns))
+        self.unique([(r.place, (r.kind, r.method)) for r in reported], "method", "reported row")
+        return [replace(r, fields={"order": position, **r.fields}) for position, r in enumerate(reported)]
 
     def phase(self, value: Any, where: str) -> PhaseEntry | None:
         checked = self.mapping(value, where, PHASE_FIELDS)
@@ -705,15 +710,20 @@ def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path 
     report.add(f"task {entry.slug}", status, ", ".join(c.removesuffix("_id") for c in changed))
     for set_entry in entry.test_sets:
         _apply_test_set(task, set_entry, files[set_entry.place], report)
-    rows = {"created": [], "updated": [], "unchanged": []}  # type: dict[str, list[str]]
+    for phase in entry.phases:
+        _, phase_status, phase_changed = _sync(Phase, {"task": task, "name": phase.name}, phase.fields)
+        report.add(f"phase {entry.slug} / {phase.name}", phase_status, ", ".join(phase_changed))
+    _apply_reported(task, entry, report)
+
+
+def _apply_reported(task: Task, entry: TaskEntry, report: LoadReport) -> None:
+    """Create or update the task's reported rows; one log line sums them up (with what changed)."""
+    rows: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for row in entry.reported:
         _, row_status, row_changed = _sync(ReportedResult, {"task": task, "kind": row.kind, "method": row.method},
                                            row.fields)
         rows[row_status].append(f"{row.method}: {', '.join(row_changed)}" if row_changed else row.method)
         report.add(f"reported row {entry.slug} / {row.method}", row_status, quiet=True)
-    for phase in entry.phases:
-        _, phase_status, phase_changed = _sync(Phase, {"task": task, "name": phase.name}, phase.fields)
-        report.add(f"phase {entry.slug} / {phase.name}", phase_status, ", ".join(phase_changed))
     if entry.reported:
         counts = ", ".join(f"{len(names)} {status}" for status, names in rows.items() if names)
         updates = f"; updated {'; '.join(rows['updated'])}" if rows["updated"] else ""
