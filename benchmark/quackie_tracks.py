@@ -185,17 +185,7 @@ def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[
                               batch_size=1 if kind == HostedModel.QA else batch_size)
     inclusion: dict[str, dict[str, Any]] = {}
     for start in range(0, len(samples), batch_size):
-        batch = samples[start:start + batch_size]
-        tokens = [model.n_tokens(s["question"], s["context"]) for s in batch]
-        fits = [s for s, n in zip(batch, tokens, strict=True) if n <= MAX_TOKENS]
-        answerable = {}
-        if fits:
-            predicted = model.predict([s["question"] for s in fits], [s["context"] for s in fits])
-            answerable = {s["id"]: bool(p) for s, p in zip(fits, predicted, strict=True)}
-        for sample, n in zip(batch, tokens, strict=True):
-            ok = answerable.get(sample["id"], False)
-            inclusion[sample["id"]] = {"tokens": n, "answerable": ok if n <= MAX_TOKENS else None,
-                                       "included": n <= MAX_TOKENS and ok}
+        inclusion.update(_batch_inclusion(model, samples[start:start + batch_size]))
         done = min(start + batch_size, len(samples))
         INCLUSION.state.heartbeat(track.pk, attempt, done=done)
         if progress:
@@ -215,6 +205,23 @@ def compute_inclusion(track: Track, *, batch_size: int = 16, progress: Callable[
         if track.hosted_model.slug in AUTO_BASELINE_MODELS and included:
             schedule_baselines(test_set)
     return len(included)
+
+
+def _batch_inclusion(model: Any, batch: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The official filter on one batch: a sample is included when it fits in MAX_TOKENS and the
+    model predicts it answerable (a sample too long is never shown to the model)."""
+    tokens = [model.n_tokens(s["question"], s["context"]) for s in batch]
+    fits = [s for s, n in zip(batch, tokens, strict=True) if n <= MAX_TOKENS]
+    answerable = {}
+    if fits:
+        predicted = model.predict([s["question"] for s in fits], [s["context"] for s in fits])
+        answerable = {s["id"]: bool(p) for s, p in zip(fits, predicted, strict=True)}
+    inclusion = {}
+    for sample, n in zip(batch, tokens, strict=True):
+        ok = answerable.get(sample["id"], False)
+        inclusion[sample["id"]] = {"tokens": n, "answerable": ok if n <= MAX_TOKENS else None,
+                                   "included": n <= MAX_TOKENS and ok}
+    return inclusion
 
 
 def fail_inclusion(track_id: int, attempt: int, error: str) -> None:
