@@ -7,6 +7,7 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -95,8 +96,13 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             raise NotFound(f"Task {task.slug} has no test set yet.")
         if task.inputs_hidden:
             raise InputsHidden(INPUTS_HIDDEN.format(slug=task.slug))
-        # The renderer is part of the ETag: JSON and the browsable API are different bytes.
-        return inputs_answer(request, task, test_set, request.accepted_renderer.format, Response)
+        # The renderer is part of the ETag: JSON and the browsable API are different bytes. Plain
+        # JSON is encoded once per test-set version and kept (plain and gzipped); the browsable
+        # page, or JSON indented on request, is rendered per request.
+        renderer = request.accepted_renderer
+        stored = isinstance(renderer, JSONRenderer) and "indent" not in (request.accepted_media_type or "")
+        return inputs_answer(request, task, test_set, renderer.format, Response,
+                             cast(Any, renderer).render if stored else None, content_type=renderer.media_type)
 
     @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "
                            "of the task's hidden set",

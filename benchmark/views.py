@@ -3,14 +3,18 @@
 The inputs are large (the CheckList items are 26.6 MB of JSON) and change only with a new test
 set, so their answers carry an ETag and Last-Modified from the test set and a client that holds
 the current copy gets a 304 before the inputs are even read from the database."""
+import json
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 
-from core.conditional import strong_etag, unchanged, with_validators
+from core.conditional import stored_file_answer, strong_etag, unchanged, weaken_for_gzip, with_validators
 
 from .models import Task, TestSet
 
@@ -31,16 +35,32 @@ def inputs_modified(test_set: TestSet) -> datetime:
 
 
 def inputs_answer(request: HttpRequest, task: Task, test_set: TestSet, representation: str,
-                  respond: Callable[[Any], HttpResponse]) -> HttpResponse:
-    """The 304 when the client holds the current inputs, else ``respond(inputs)`` with the
-    validators; the inputs are read from the database only in that case. A hidden task's inputs
-    are for staff: no shared cache may keep them."""
+                  respond: Callable[[Any], HttpResponse], encode: Callable[[Any], bytes] | None = None,
+                  content_type: str = "application/json") -> HttpResponse:
+    """The 304 when the client holds the current inputs, else their answer with the validators;
+    the inputs are read from the database only when there is no 304 to give. With ``encode`` the
+    answer's bytes are built once per test-set version and representation, plain and gzipped, and
+    kept on disk (``core.conditional.stored_file_answer``): later downloads read a file. Without
+    it (a representation that depends on the request, e.g. the browsable API) ``respond(inputs)``
+    answers. A hidden task's inputs are for staff: no shared cache may keep them."""
     etag, modified = inputs_etag(test_set, representation), inputs_modified(test_set)
     current = unchanged(request, etag, modified, private=task.is_hidden)
     if current is not None:
         return current
-    inputs = TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
-    return with_validators(respond(inputs), etag, modified, private=task.is_hidden)
+    if encode is None:
+        return with_validators(respond(read_inputs(test_set)), etag, modified, private=task.is_hidden)
+    stem = Path(settings.MEDIA_ROOT) / "inputs" / etag.strip('"')
+    response = stored_file_answer(request, stem, lambda: encode(read_inputs(test_set)), content_type=content_type)
+    return weaken_for_gzip(with_validators(response, etag, modified, private=task.is_hidden))
+
+
+def read_inputs(test_set: TestSet) -> Any:
+    return TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
+
+
+def download_bytes(inputs: Any) -> bytes:
+    """The download's bytes, as ``JsonResponse`` encodes them (UTF-8, not ASCII-escaped)."""
+    return json.dumps(inputs, cls=DjangoJSONEncoder, ensure_ascii=False).encode()
 
 
 def task_inputs_download(request: HttpRequest, slug: str) -> HttpResponse:
@@ -51,9 +71,7 @@ def task_inputs_download(request: HttpRequest, slug: str) -> HttpResponse:
     if task.inputs_hidden:
         return JsonResponse({"error": INPUTS_HIDDEN.format(slug=task.slug)}, status=403)
 
-    def download(inputs: Any) -> HttpResponse:
-        response = JsonResponse(inputs, json_dumps_params={"ensure_ascii": False})
+    response = inputs_answer(request, task, test_set, "download", JsonResponse, download_bytes)
+    if response.status_code == 200:
         response["Content-Disposition"] = f'attachment; filename="{task.slug}-{test_set.version}-inputs.json"'
-        return response
-
-    return inputs_answer(request, task, test_set, "download", download)
+    return response

@@ -9,9 +9,12 @@ For an operation that can answer 304, write its schema as
 ``NOT_MODIFIED`` is the 304 (no body, so no content type); ``CONDITIONAL_HEADERS`` are the
 request headers that ask for it and the validators sent with the 200 and the 304."""
 import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
@@ -93,6 +96,44 @@ def _encoded(packed: bytes, content_type: str) -> HttpResponse:
     patch_vary_headers(response, ("Accept-Encoding",))
     response["Content-Encoding"] = "gzip"  # GZipMiddleware leaves an answer that has an encoding alone
     return response
+
+
+def stored_file_answer(request: HttpRequest, stem: Path, build: Callable[[], bytes], *,
+                       content_type: str) -> HttpResponse:
+    """An answer too large for the shared cache (the inputs of a test set: up to tens of MB),
+    built once by ``build`` and kept on disk as ``<stem>.plain`` and ``<stem>.gz`` (``stem``
+    must name everything the bytes depend on: an ETag). Later answers read the file the client
+    accepts, without encoding or compressing anything. Each file is written under a temporary
+    name and renamed, so a reader never sees half of one; two first requests at once both build
+    it, and either's copy is the same."""
+    packed_path, plain_path = stem.with_name(stem.name + ".gz"), stem.with_name(stem.name + ".plain")
+    gzipped = _accepts_gzip(request)
+    wanted = packed_path if gzipped else plain_path
+    try:
+        body = wanted.read_bytes()
+    except FileNotFoundError:
+        plain = build()
+        packed = compress_string(plain)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        for path, data in ((plain_path, plain), (packed_path, packed)):
+            _write_atomically(path, data)
+        body = packed if gzipped else plain
+    if gzipped:
+        return _encoded(body, content_type)
+    response = HttpResponse(body, content_type=content_type)
+    patch_vary_headers(response, ("Accept-Encoding",))
+    return response
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def weaken_for_gzip(response: HttpResponse) -> HttpResponse:

@@ -113,7 +113,8 @@ def _icq_instances(path: str, what: str, *, unique_ids: bool):
     rows = _read_jsonl(path, what)
     try:
         kind = icq.infer_kind(rows[0][1], f"{what} {path} line {rows[0][0]}")
-        instances, seen = [], {}
+        instances: list[icq.Instance] = []
+        seen: dict[str, int] = {}
         for number, row in rows:
             instance = icq.instance_from_row(row, kind, f"{what} {path} line {number}")
             if unique_ids and instance.id in seen:
@@ -130,7 +131,8 @@ def _icq_predictions(path: str, test, kind: str) -> dict:
     from scoring.analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
 
     options = {instance.id: len(instance.hypotheses) for instance in test}
-    predictions, seen = {}, {}
+    predictions: dict[str, object] = {}
+    seen: dict[str, int] = {}
     for number, row in _read_jsonl(path, "prediction file"):
         where = f"prediction file {path} line {number}"
         if not isinstance(row, dict):
@@ -413,7 +415,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     columns = {"answer_acc" if spec.kind == expmrc.MULTICHOICE else "answer_f1": "answer",
                "evidence_f1": "evidence", "overall_f1": "overall"}
     order = sorted(range(len(scores)), key=lambda i: -scores[i].overall)  # stable: ties keep the given order
-    systems = []
+    systems: list[dict[str, object]] = []
     for position, i in enumerate(order, start=1):
         score = scores[i]
         tied = position > 1 and score.overall == scores[order[position - 2]].overall

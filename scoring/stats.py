@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from statistics import NormalDist
-from typing import Mapping, MutableMapping, Sequence
+from typing import Mapping, MutableMapping, Sequence, TypeAlias
 
 import numpy as np
 
@@ -37,9 +37,11 @@ TIER_PROCEDURE = (
 _BLOCK_ELEMENTS = 1 << 20
 
 _NORMAL = NormalDist()
+#: One entry's per-item scores: None (or NaN) for an item it leaves undefined.
+Scores: TypeAlias = Sequence[float | None] | np.ndarray
 
 
-def _as_flat_floats(values: Sequence[float], name: str) -> np.ndarray:
+def _as_flat_floats(values: Scores, name: str) -> np.ndarray:
     sample = np.asarray(values, dtype=float)
     if sample.ndim != 1:
         raise ValueError(f"{name} expects a flat sequence of numbers")
@@ -66,7 +68,7 @@ def bootstrap_ci(
 
 
 def bootstrap_cis(
-    per_metric: Mapping[str, Sequence[float]],
+    per_metric: Mapping[str, Scores],
     *,
     n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
@@ -185,7 +187,7 @@ def _bca_interval(sample: np.ndarray, means: np.ndarray, confidence: float) -> t
     tolerance = 1e-12 * float(np.abs(sample).max())
     below = np.count_nonzero(means < estimate - tolerance)
     ties = np.count_nonzero(np.abs(means - estimate) <= tolerance)
-    share = (below + 0.5 * ties) / means.size
+    share: float = (below + 0.5 * ties) / means.size
     share = min(max(share, 0.5 / means.size), 1.0 - 0.5 / means.size)  # z0 stays finite
     bias = _NORMAL.inv_cdf(share)
     deviations = sample - estimate
@@ -212,7 +214,7 @@ def _bca_interval(sample: np.ndarray, means: np.ndarray, confidence: float) -> t
 _TIE_TOLERANCE = 1e-12
 
 
-def _common_differences(a: Sequence[float | None], b: Sequence[float | None]) -> np.ndarray:
+def _common_differences(a: Scores, b: Scores) -> np.ndarray:
     """a - b on the items both define (None and NaN are undefined); ValueError on a length
     mismatch or an infinite score."""
     first = _as_flat_floats(a, "paired_test")  # None becomes NaN
@@ -315,7 +317,7 @@ def _pair_statistics(first: np.ndarray, second: np.ndarray, n_resamples: int, se
 
 
 def significance_tiers(
-    ranked_items: list[Sequence[float | None] | None],
+    ranked_items: Sequence[Scores | None],
     *,
     alpha: float = TIER_ALPHA,
     n_resamples: int = DEFAULT_TIER_RESAMPLES,
@@ -364,11 +366,12 @@ def significance_tiers(
     if len(sizes) > 1:
         raise ValueError(f"significance_tiers needs scores on the same items: got lengths {sorted(sizes)}")
 
+    defined = {i: scores for i, scores in enumerate(rows) if scores is not None}
     pairs: MutableMapping[tuple[int, int], tuple[float, float]] = {} if known_pairs is None else known_pairs
 
     def pair(upper: int, lower: int) -> tuple[float, float]:
         if (upper, lower) not in pairs:
-            pairs[upper, lower] = _pair_statistics(rows[upper], rows[lower], n_resamples, seed)
+            pairs[upper, lower] = _pair_statistics(defined[upper], defined[lower], n_resamples, seed)
         return pairs[upper, lower]
 
     result: list[dict] = [{"tier": None, "p_vs_above": None, "p_vs_leader": None, "p_adjusted": None}

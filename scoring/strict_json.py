@@ -42,16 +42,22 @@ def _top_level_key_offsets(text: str) -> Iterator[int]:
     """Character offset of every top-level key of a JSON text already known to be a valid
     object, in order. Only run on the error path, to give line numbers, and only as far as the
     last entry named (a generator); values are skipped with the C scanner."""
-    decoder, skip = json.JSONDecoder(), _JSON_WHITESPACE.match
-    pos = skip(text, skip(text, 0).end() + 1).end()  # past "{"
+    decoder = json.JSONDecoder()
+    pos = _skip(text, _skip(text, 0) + 1)  # past "{"
     while text[pos] != "}":
         yield pos
-        _, pos = json.decoder.scanstring(text, pos + 1)
-        pos = skip(text, skip(text, pos).end() + 1).end()  # past ":"
+        _, pos = decoder.raw_decode(text, pos)  # the key, a JSON string
+        pos = _skip(text, _skip(text, pos) + 1)  # past ":"
         _, pos = decoder.raw_decode(text, pos)
-        pos = skip(text, pos).end()
+        pos = _skip(text, pos)
         if text[pos] == ",":
-            pos = skip(text, pos + 1).end()
+            pos = _skip(text, pos + 1)
+
+
+def _skip(text: str, pos: int) -> int:
+    """The offset of the first character at or after ``pos`` that is not JSON whitespace."""
+    match = _JSON_WHITESPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 class Problems:

@@ -69,7 +69,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -643,7 +643,7 @@ def accuracy_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapping[
         keys = sorted(n_f)
     else:
         keys = [_cue_key(cue) for cue in cues]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in keys:
         members = index.members(key)
         n_with = len(members)
@@ -799,14 +799,14 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
     index.require_unique_ids()
     null = CueFreeModel(index, predictions)
     test_labels = index.label_counts()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cue in cues:
         key = _cue_key(cue)
         reference_dist = cue.get("reference_dist")
         if not isinstance(reference_dist, Mapping) or not reference_dist:
             raise ValueError(f"cue {key!r} has no reference_dist (pass cues from discover_cues)")
         labels = sorted(reference_dist)
-        items = []
+        items: list[tuple[tuple[str | int, ...], str, str | None]] = []
         for i in index.members(key):
             instance = index.instances[i]
             predicted = predictions.get(instance.id)
@@ -814,8 +814,8 @@ def distribution_test(test: Sequence[Instance] | FeatureIndex, predictions: Mapp
                 items.append(((instance.id,), str(instance.label), predicted_label(predicted)))
                 continue
             option = predicted_option(predicted, len(instance.hypotheses))
-            for j, row in enumerate(index.rows[i]):
-                if key in row:
+            for j, option_features in enumerate(index.rows[i]):
+                if key in option_features:
                     items.append(((instance.id, j), RIGHT if j == instance.label else WRONG,
                                   RIGHT if option == j else WRONG))
         flat = flatten(items, labels, seed=seed, key=key, min_count=min_count)
@@ -886,7 +886,7 @@ def _cue_label(cue: Mapping, labels: Sequence[str], test_labels: Counter) -> str
     the cue's stored ``prior``, else the label prior of the test split."""
     stored = cue.get("cue_label")
     if stored in labels:
-        return stored
+        return str(stored)
     prior = cue.get("prior")
     if not isinstance(prior, Mapping) or not prior:
         prior = test_labels

@@ -400,7 +400,7 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
     if english:
         grade_width = widths["flesch_kincaid_grade"]
         grades = {passage: flesch_kincaid_grade(passage) for passage in dict.fromkeys(passages)}
-        grade_labels = [None if grades[p] is None else value_bin(grades[p], grade_width) for p in passages]
+        grade_labels = [None if (grade := grades[p]) is None else value_bin(grade, grade_width) for p in passages]
         properties.append(analysed(
             "flesch_kincaid_grade", grade_labels, width=grade_width, unit="grade",
             note=("0.39 words/sentences + 11.8 syllables/words - 15.59 of the passage; sentences by NLTK "
@@ -408,7 +408,7 @@ def linguistic_bias(items: Sequence[dict], *, language: str = "en", bin_widths: 
         frequency_width = widths["word_frequency"]
         frequencies = word_frequencies(passages)
         means = {passage: _mean_frequency(passage, frequencies) for passage in dict.fromkeys(passages)}
-        frequency_labels = [None if means[p] is None else value_bin(means[p], frequency_width) for p in passages]
+        frequency_labels = [None if (mean := means[p]) is None else value_bin(mean, frequency_width) for p in passages]
         properties.append(analysed(
             "word_frequency", frequency_labels, width=frequency_width, unit="per million words",
             note=("mean frequency of the passage's words, per million words of this test set's distinct "

@@ -411,7 +411,8 @@ def one_vs_rest_tests(
                     extreme += _at_least(deltas, observed)
                 return extreme
 
-            extreme, draws = sequential_count(draw, n_permutations, threshold, epsilon=epsilon, sequential=sequential)
+            extreme, draws = sequential_count(draw, n_permutations, alpha / len(tested),  # the threshold above
+                                              epsilon=epsilon, sequential=sequential)
             monte_carlo = _monte_carlo(extreme, draws, n_permutations)
         tests.append({
             "group": name,
@@ -523,7 +524,9 @@ def question_type_report(
         pooled, pool_published, for_outcomes = [], True, []
         if min_group_size is not None:
             coarsening = coarsen_groups(labels, outcome, min_group_size, protect_outcomes=protect_outcomes)
-            labels, pooled, pool_published = coarsening.labels, coarsening.pooled, coarsening.pool_published
+            # No label here is None, and the tests read every label as str(label) anyway.
+            labels = [str(label) for label in coarsening.labels]
+            pooled, pool_published = coarsening.pooled, coarsening.pool_published
             for_outcomes = coarsening.pooled_for_outcomes
         if name == "question_type":
             tested_types = labels

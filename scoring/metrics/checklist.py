@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from scoring.strict_json import loads_json
@@ -160,6 +160,11 @@ def _clean(text: str) -> str:
     return text.lstrip("[a,the,an,in,at] ").rstrip(".")  # noqa: B005, PLE1310
 
 
+def _literally(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for ``re.sub`` that inserts ``text`` as it is (no backslash escapes)."""
+    return lambda _match: text
+
+
 def _case_passes(test: dict, case: dict, predictions: list[str]) -> bool:
     expect = test["expect"]
     items = case["items"]
@@ -173,7 +178,7 @@ def _case_passes(test: dict, case: dict, predictions: list[str]) -> bool:
     meta = case["meta"]
     for k in range(1, len(predictions)):
         old, new = meta[k]
-        expected = re.sub(rf"\b{re.escape(old)}\b", lambda _m, new=new: new, original)
+        expected = re.sub(rf"\b{re.escape(old)}\b", _literally(new), original)
         if predictions[k] != expected:
             return False
     return True
@@ -200,10 +205,11 @@ def case_outcomes(suite: dict, predictions: Mapping[str, str]) -> list[list[str]
         outcomes = []
         for c, case in enumerate(test["cases"]):
             answers = [predictions.get(item_id(t, c, i)) for i in range(len(case["items"]))]
-            if any(a is None for a in answers):
+            given = [answer for answer in answers if answer is not None]
+            if len(given) < len(answers):
                 outcomes.append(MISSING)
             else:
-                outcomes.append(PASS if _case_passes(test, case, answers) else FAIL)
+                outcomes.append(PASS if _case_passes(test, case, given) else FAIL)
         out.append(outcomes)
     return out
 

@@ -66,7 +66,7 @@ def run(options: RunOptions) -> tuple[int, ModelRunResult]:
         raise ModelCommandError(f"inputs file {options.inputs}: {error}") from None
     except SandboxUnavailable as error:
         raise ModelCommandError(f"no sandbox here: {error}") from None
-    if not result.ok:
+    if not result.ok or result.predictions_json is None:  # an ok run has every prediction
         return EXIT_BUNDLE_FAILED, result
     data = result.predictions_json + b"\n"
     if options.out:
@@ -100,7 +100,7 @@ def build(folder: str | None, destination: str, *, reference: bool) -> str:
     if reference == bool(folder):
         raise ModelCommandError("give a folder holding predict.py, or --reference (not both)")
     try:
-        path = build_reference_bundle(destination) if reference else build_bundle(folder, destination)
+        path = build_bundle(folder, destination) if folder else build_reference_bundle(destination)
     except (FileNotFoundError, NotADirectoryError) as error:
         raise ModelCommandError(str(error)) from None
     except OSError as error:

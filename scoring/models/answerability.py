@@ -153,7 +153,8 @@ def train_classifier(base_path, pairs: Sequence[Pair], out_dir, *, max_length: i
     total_steps = int(max_steps) if max_steps is not None else max(1, epochs) * steps_per_epoch
     warmup = max(1, int(0.1 * total_steps))
 
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for parameter in network.parameters():
         (no_decay if parameter.ndim < 2 else decay).append(parameter)
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
@@ -163,7 +164,8 @@ def train_classifier(base_path, pairs: Sequence[Pair], out_dir, *, max_length: i
                                     max(0.0, (total_steps - step) / max(1, total_steps - warmup))))
 
     network.train()
-    step, losses, order = 0, [], []
+    step, losses = 0, []
+    order: list[Pair] = []
     while step < total_steps:
         if not order:
             order = list(train)

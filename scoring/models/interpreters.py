@@ -242,7 +242,7 @@ def lime_explanation(n_samples: int, model, question, context, sentences, *, see
 def _word_occurrences(context: str, sentences: Sequence[str]) -> list[tuple[int, int]]:
     """Character spans of the non-punctuation NLTK word tokens of the context, in order."""
     tokenizer = NLTKWordTokenizer()
-    spans = []
+    spans: list[tuple[int, int]] = []
     for (start, end) in sentence_spans(context, sentences):
         text = context[start:end]
         try:

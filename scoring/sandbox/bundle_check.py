@@ -73,7 +73,7 @@ def unpacked_limit(bundle_size: int, max_unpacked_bytes: int = DEFAULT_MAX_UNPAC
 def _check_predict_definition(tree: ast.Module, name: str) -> None:
     """``predict`` must be bound at the module's top level: a plain ``def``, an assignment
     (``predict = Model().predict``) or an import; whether it is callable is seen at run time."""
-    bound = None
+    bound: ast.stmt | None = None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "predict":
             bound = node

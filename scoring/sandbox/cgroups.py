@@ -50,7 +50,7 @@ def _cpu_quota_us(limits: SandboxLimits) -> int:
     return max(1000, int(round(limits.cpu_cores * CPU_PERIOD_US)))
 
 
-def _write(path: Path, value) -> None:
+def _write(path: Path, value: object) -> None:
     path.write_text(f"{value}\n")
 
 
@@ -147,7 +147,7 @@ class Cgroups:
         except OSError as error:
             self.problems.append(f"cgroup v2: cannot create {directory}: {error}")
             return
-        settings = {
+        settings: dict[str, list[tuple[str, object, bool]]] = {
             "pids": [("pids.max", limits.processes, True)],
             # memory.oom.group: an OOM kill takes the whole sandbox, not one random thread's process
             "memory": [("memory.max", limits.memory_bytes, True), ("memory.swap.max", 0, False),

@@ -200,7 +200,7 @@ def _short(text: str, limit: int) -> str:
 def describe(error: BaseException, code_dir: str | None = None) -> dict:
     """Type, message and traceback from the first frame of the user's own code on (the
     runner's and importlib's frames are left out). Never any gold: the child has none."""
-    frames = traceback.extract_tb(error.__traceback__)
+    frames: list[traceback.FrameSummary] = traceback.extract_tb(error.__traceback__)
     if code_dir:
         prefix = code_dir.rstrip("/") + "/"
         first = next((i for i, frame in enumerate(frames) if frame.filename.startswith(prefix)),

@@ -21,6 +21,7 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import IO
 
 from scoring.sandbox.cgroups import Cgroups
 from scoring.sandbox.limits import SandboxLimits
@@ -127,6 +128,13 @@ class CappedBuffer:
         return str(storable((bytes(self.head) + middle + tail).decode("utf-8", "replace")))
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """One of the child's standard streams, all three opened as pipes (so never None)."""
+    if stream is None:
+        raise RuntimeError("the child was started without a pipe for this stream")
+    return stream
+
+
 class Child:
     """One sandboxed child process and its pipes (non-blocking, multiplexed with selectors)."""
 
@@ -148,13 +156,15 @@ class Child:
                                      stderr=subprocess.PIPE, env=env, cwd=cwd,
                                      start_new_session=True, close_fds=True,
                                      pass_fds=tuple(pass_fds))
+        self.child_in, self.child_out, self.child_err = (_pipe(stream) for stream in (
+            self.proc.stdin, self.proc.stdout, self.proc.stderr))
         self.out = bytearray()
         self.out_dropped = 0  # stdout bytes past the cap, never buffered
         self.selector = selectors.DefaultSelector()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self.child_in, self.child_out, self.child_err):
             os.set_blocking(stream.fileno(), False)
-        self.selector.register(self.proc.stdout, selectors.EVENT_READ, "out")
-        self.selector.register(self.proc.stderr, selectors.EVENT_READ, "err")
+        self.selector.register(self.child_out, selectors.EVENT_READ, "out")
+        self.selector.register(self.child_err, selectors.EVENT_READ, "err")
         self.stdout_open = True
         self.stdin_open = True
         self.closed = False
@@ -222,7 +232,7 @@ class Child:
             if key.data == "in":
                 continue  # handled by the writer loop
             try:
-                data = os.read(key.fileobj.fileno(), 1 << 16)
+                data = os.read(key.fd, 1 << 16)
             except BlockingIOError:
                 continue
             if key.data == "out":
@@ -244,11 +254,11 @@ class Child:
             else memoryview(b"")
         registered = bool(pending) and self.stdin_open
         if registered:
-            self.selector.register(self.proc.stdin, selectors.EVENT_WRITE, "in")
+            self.selector.register(self.child_in, selectors.EVENT_WRITE, "in")
         try:
             while pending and self.stdin_open:
                 try:
-                    written = os.write(self.proc.stdin.fileno(), pending)
+                    written = os.write(self.child_in.fileno(), pending)
                     pending = pending[written:]
                     continue
                 except BlockingIOError:
@@ -264,7 +274,7 @@ class Child:
                 self._check()
         finally:
             if registered:
-                self.selector.unregister(self.proc.stdin)
+                self.selector.unregister(self.child_in)
         while True:
             line = self._take_line()
             if line is not None:
@@ -290,7 +300,7 @@ class Child:
     def _close_pipes(self) -> None:
         self.closed_pipes = True
         self.selector.close()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self.child_in, self.child_out, self.child_err):
             try:
                 stream.close()
             except OSError:
@@ -320,7 +330,7 @@ class Child:
         """End the child: close stdin and let it exit (graceful), else kill it."""
         if graceful and not self.closed:
             try:
-                self.proc.stdin.close()
+                self.child_in.close()
             except OSError:
                 pass
             self.stdin_open = False

@@ -30,6 +30,7 @@ import os
 import shutil
 import sys
 from pathlib import PurePosixPath
+from collections.abc import Sequence
 
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
@@ -161,7 +162,7 @@ def options_from_fd(command: list[str], files: CommandFiles) -> list[str]:
 
 
 def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
-                  inner: list[str], copies: list[tuple[str, str]] = (),
+                  inner: list[str], copies: Sequence[tuple[str, str]] = (),
                   files: CommandFiles | None = None, devices: tuple[str, ...] = (),
                   extra_env: dict[str, str] | None = None) -> list[str]:
     """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro;
@@ -187,10 +188,11 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
                 made.add(parent)
     for source, destination in destinations:
         args += ["--ro-bind", source, destination]
-    if copies and files is None:
-        raise ValueError("copies need a CommandFiles for their descriptors")
-    for source, destination in copies:
-        args += copied_tree(source, destination, files)
+    if copies:
+        if files is None:
+            raise ValueError("copies need a CommandFiles for their descriptors")
+        for source, destination in copies:
+            args += copied_tree(source, destination, files)
     args += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
     for device in devices:  # after --dev: the minimal /dev holds none of them
         args += ["--dev-bind", device, device]

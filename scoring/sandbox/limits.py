@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 SUBMISSION_FAILURES = {
     "import_error": "the code could not be imported (or defines no callable interpret)",
@@ -134,7 +135,7 @@ def public_sample(sample: dict) -> dict:
     question, context = sample["question"], sample["context"]
     if not isinstance(question, str) or not isinstance(context, str):
         raise ValueError(f"sample {sample_id}: question and context must be strings")
-    message = {"id": sample_id, "question": question, "context": context}
+    message: dict[str, Any] = {"id": sample_id, "question": question, "context": context}
     sentences = sample.get("sentences")
     if sentences is not None:
         sentences = [str(sentence) for sentence in sentences]

@@ -50,8 +50,8 @@ def load_predict(code_dir: str, entry: str):
         return None, {"event": "import_error", **base.describe(error, code_dir)}
     predict = getattr(module, "predict", None)
     if not callable(predict):
-        error = AttributeError(f"{entry}.py defines no callable predict (found {type(predict).__name__})")
-        return None, {"event": "no_predict", **base.describe(error)}
+        missing = AttributeError(f"{entry}.py defines no callable predict (found {type(predict).__name__})")
+        return None, {"event": "no_predict", **base.describe(missing)}
     return predict, None
 
 

@@ -21,6 +21,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from scoring.sandbox.limits import SandboxLimits
 from scoring.sandbox.protocol import ProtocolViolation
@@ -320,7 +321,8 @@ def gpu_models() -> list[str]:
 
 
 def hardware(limits: SandboxLimits | None, device: str) -> dict:
-    record = {"cpu": _cpu_model(), "cpus": os.cpu_count(), "memory_bytes": _memory_bytes(), "device": device}
+    record: dict[str, Any] = {"cpu": _cpu_model(), "cpus": os.cpu_count(), "memory_bytes": _memory_bytes(),
+                              "device": device}
     if limits is not None:
         record["cpu_cores_allowed"] = limits.cpu_cores
         record["memory_budget_bytes"] = limits.memory_bytes

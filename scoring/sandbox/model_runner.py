@@ -235,9 +235,9 @@ class _Sandbox:
             self.cgroups = None
         return oom
 
-    def death(self, when: str) -> ModelFailure:
-        signal_name, code = self.child.death()
-        self.child.kill()
+    def death(self, child: Child, when: str) -> ModelFailure:
+        signal_name, code = child.death()
+        child.kill()
         oom = self.release()
         tail = self.stderr.text()[-600:].strip()
         said = f"; its last output: {tail}" if tail else ""
@@ -329,7 +329,7 @@ def _end(child: Child, *, graceful: bool) -> None:
     kill what is left. ``Child.finish`` polls every 50 ms, a quarter of a small run's time."""
     if graceful and not child.closed:
         try:
-            child.proc.stdin.close()
+            child.child_in.close()
             child.stdin_open = False
             child.proc.wait(timeout=GRACEFUL_EXIT_SECONDS)
         except (OSError, subprocess.TimeoutExpired):
@@ -370,7 +370,7 @@ def _run(sandbox: _Sandbox, parts: list[list[dict]], ids: list[str], result: Mod
     except ReplyTimeout:
         raise ModelFailure("timeout", f"the run exceeded its wall-clock budget of {budget_text} {when}") from None
     except ChildDied:
-        raise sandbox.death(when) from None
+        raise sandbox.death(child, when) from None
     except CpuBudgetExceeded as error:
         raise ModelFailure("cpu_limit", f"the sandbox's processes used {error.used:.1f} s of CPU time together, "
                                         f"over the run's budget of {sandbox.limits.cpu_budget_seconds:g} s, "

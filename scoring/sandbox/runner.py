@@ -456,8 +456,8 @@ def _record(result: RunResult, sample: dict, reply: dict) -> None:
                                              f"{reply['not_a_list'][:60]}, not a sequence")
         return
     scores, category, detail = validate_scores(reply["scores"], sample["n_sentences"])
-    if category:
-        result.failures[sample_id] = category
+    if scores is None:  # then validate_scores names the category
+        result.failures[sample_id] = category or "not_a_list"
         result.failure_details[sample_id] = detail
     else:
         result.scores[sample_id] = scores

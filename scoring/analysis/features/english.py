@@ -114,7 +114,7 @@ def _word_key(token: str) -> str:
 STOPWORDS = frozenset(read_word_list("en_stopwords.txt"))
 NEGATION_WORDS = frozenset(read_word_list("en_negation.txt"))
 GIVEN_NAMES = frozenset(read_word_list("en_given_names.txt"))
-PLACES = dict(read_table("en_places.txt"))
+PLACES: dict[str, str] = dict((name, label) for name, label in read_table("en_places.txt"))
 
 
 def content_words(text: str) -> frozenset[str]:

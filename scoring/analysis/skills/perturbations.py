@@ -403,9 +403,9 @@ def _s4(q: Question) -> Perturbation:
     token_starts = [s for s, _ in a.tokens]
     for bs, be in a.sentences:
         token_ids = list(range(bisect.bisect_left(token_starts, bs), bisect.bisect_left(token_starts, be)))
-        movable, final = token_ids[:-1], token_ids[-1] if token_ids else None
-        if len(movable) < 2:
+        if len(token_ids) < 3:  # fewer than two movable tokens before the sentence-final one
             continue
+        movable, final = token_ids[:-1], token_ids[-1]
         # Units cut from the text alone (never from the gold: see s4 above and "Public inputs"
         # in the package docstring).
         segments = _phrase_units(a, movable) if q.language == EN else _clause_units(a, movable)

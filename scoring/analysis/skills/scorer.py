@@ -69,7 +69,8 @@ def _read(prediction: object, context: str, masks) -> str:
     if masks is None or not _MASK.search(text):
         return strip_masks(text)
     needle = text.strip()
-    readings, position = set(), context.find(needle)
+    readings: set[str] = set()
+    position = context.find(needle)
     while position >= 0 and len(readings) < 2:
         readings.add(restore(context, masks, position, position + len(needle)))
         position = context.find(needle, position + 1)
@@ -81,7 +82,8 @@ def score_variant(variant_gold: dict, predictions: dict) -> expmrc.ExpmrcScore:
     shape: answer, evidence and overall on the 0–100 scale, ``per_question`` in 0..1), on the
     gold answers read back as the original text and each prediction read as described in the
     module docstring. Use it instead of ``expmrc.score_predictions`` for every skill variant."""
-    data, read = [], {}
+    data: list[dict] = []
+    read: dict[str, object] = {}
     for article in variant_gold["data"]:
         paragraphs = []
         for paragraph in article["paragraphs"]:
