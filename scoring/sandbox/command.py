@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import PurePosixPath
 from collections.abc import Sequence
 
+from pathlib import PurePosixPath
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
 
