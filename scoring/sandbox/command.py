@@ -30,8 +30,8 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
-
 from pathlib import PurePosixPath
+
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
 
