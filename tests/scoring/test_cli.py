@@ -53,6 +53,15 @@ def test_official_sample_submission_on_the_command_line():
     }
 
 
+def test_the_official_figure_fixture_on_the_command_line():
+    fixture = "tests/fixtures/expmrc_official"
+    figures = json.loads((REPO / fixture / "figures.json").read_text(encoding="utf-8"))
+    for subset in ("squad", "c3"):
+        result = run(f"{fixture}/{subset}-gold.json", f"{fixture}/{subset}-predictions.json")
+        assert result.returncode == 0 and result.stderr == ""
+        assert json.loads(result.stdout) == {**figures[subset], "FILE": f"{fixture}/{subset}-predictions.json"}
+
+
 def test_bad_prediction_json(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"en-1": {"answer": "x", "evidence": "y"}\n,,}')

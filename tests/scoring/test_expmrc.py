@@ -20,6 +20,10 @@ from scoring.metrics.expmrc import (
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "expmrc"
 OFFICIAL_DATA = REPO.parent / "shared" / "data" / "expmrc"
+# A few dozen dev questions with the official figures of the sample predictions for them: parity
+# is checked in every clone (the folder's README says how the figures were produced).
+OFFICIAL_FIXTURE = REPO / "tests" / "fixtures" / "expmrc_official"
+FIXTURE_FIGURES = json.loads((OFFICIAL_FIXTURE / "figures.json").read_text(encoding="utf-8"))
 
 
 def load_fixture(name):
@@ -55,6 +59,47 @@ def test_official_sample_submissions_reproduce_official_figures(subset):
         "VERSION": f"expmrc-{subset}-dev", "FILE": "x.json",
     }
     assert warm == cold  # the token cache changes nothing, to the last bit
+
+
+@pytest.mark.parametrize("subset", ["squad", "cmrc2018", "race", "c3"])
+def test_the_official_figure_fixture_is_reproduced_to_the_printed_digit(subset):
+    gold = json.loads((OFFICIAL_FIXTURE / f"{subset}-gold.json").read_bytes())
+    raw = (OFFICIAL_FIXTURE / f"{subset}-predictions.json").read_bytes()
+    predictions = parse_predictions(raw, key_spec(gold))  # the official samples pass validation
+    expmrc.clear_token_cache()
+    score = score_predictions(gold, predictions)
+    assert score.official_dict("x.json") == {**FIXTURE_FIGURES[subset], "FILE": "x.json"}
+    assert score.total == len(predictions) >= 12 and score.unanswered == 0
+
+
+def test_missing_predictions_count_as_skip_and_stay_in_denominator_on_the_official_fixture():
+    gold = json.loads((OFFICIAL_FIXTURE / "race-gold.json").read_bytes())
+    predictions = json.loads((OFFICIAL_FIXTURE / "race-predictions.json").read_bytes())
+    kept = dict(list(predictions.items())[:5])
+    score = score_predictions(gold, kept)
+    full = score_predictions(gold, predictions)
+    assert (score.total, score.unanswered) == (13, 8)
+    assert score.official_dict("x.json")["SKIP"] == 8
+    assert score.overall == pytest.approx(100 * sum(q["overall"] for q in full.per_question[:5]) / 13)
+
+
+@pytest.mark.skipif(not OFFICIAL_DATA.is_dir(), reason=f"official ExpMRC dev data not found at {OFFICIAL_DATA}")
+@pytest.mark.parametrize("subset", ["squad", "cmrc2018", "race", "c3"])
+def test_the_official_figure_fixture_is_taken_unmodified_from_the_dev_data(subset):
+    gold = json.loads((OFFICIAL_DATA / f"expmrc-{subset}-dev.json").read_bytes())
+    sample = json.loads((OFFICIAL_DATA / "sample_submission" / f"{subset}.json").read_bytes())
+    kept = json.loads((OFFICIAL_FIXTURE / f"{subset}-gold.json").read_bytes())
+    predictions = json.loads((OFFICIAL_FIXTURE / f"{subset}-predictions.json").read_bytes())
+    assert kept["version"] == gold["version"]
+    assert predictions == {key: sample[key] for key in predictions}
+    if subset in ("race", "c3"):  # whole passages, the first ones
+        assert kept["data"] == gold["data"][:len(kept["data"])]
+    else:  # the first questions, each as in the dev set
+        dev_questions = [qa for article in gold["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+        kept_questions = [qa for article in kept["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+        assert kept_questions == dev_questions[:len(kept_questions)]
+        contexts = {paragraph["context"] for article in gold["data"] for paragraph in article["paragraphs"]}
+        assert all(paragraph["context"] in contexts for article in kept["data"] for paragraph in article["paragraphs"])
 
 
 @pytest.mark.skipif(not OFFICIAL_DATA.is_dir(), reason=f"official ExpMRC dev data not found at {OFFICIAL_DATA}")
