@@ -57,7 +57,8 @@ class SkillsScorer:
     that is absent is "not submitted", not zero. The score is the original's; the per-skill
     F1 gaps with paired bootstrap CIs go to ``details``."""
 
-    version = "skills-2/expmrc-1"
+    # skills-3: each gap's original side against the references its variant kept.
+    version = "skills-3/expmrc-1"
 
     def variants(self, test_set: TestSet) -> dict[str, SkillVariant]:
         return {v.skill: v for v in test_set.skill_variants.filter(status="ok")}
@@ -137,7 +138,12 @@ class SkillsScorer:
             # text (docs/diagnostics.md#skill-based-reconstructed-sets). An "ok" variant has its gold.
             result = skills.score_variant(variants[name].gold, preds)  # type: ignore[arg-type]
             variant_f1[name] = {q["key"]: q["answer"] for q in result.per_question}
-        gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0)
+        # Each skill's original side is scored against the references its variant kept, so an
+        # answer that did not change shows no gap (docs/diagnostics.md#skill-based-reconstructed-sets).
+        on_kept = skills.original_item_f1_on_kept(
+            test_set.gold, original_predictions, {name: variants[name].gold for name in variant_f1})  # type: ignore[misc]
+        gaps = skills.skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=0,
+                                 original_by_skill=on_kept)
         not_submitted = sorted(set(variants) - set(variant_f1), key=_skill_order)
         statuses = dict(test_set.skill_variants.values_list("skill", "status")) if ignored else {}
         ignored = sorted(ignored, key=_skill_order)

@@ -98,12 +98,21 @@ from scoring.analysis.skills.catalogue import (
     ZH,
 )
 from scoring.analysis.skills.gaps import skill_gaps
-from scoring.analysis.skills.scorer import MISSING_ORIGINAL, parse_section, read_sections, score_variant, strip_masks
+from scoring.analysis.skills.scorer import (
+    MISSING_ORIGINAL,
+    kept_references,
+    original_item_f1_on_kept,
+    parse_section,
+    read_sections,
+    score_variant,
+    strip_masks,
+)
 from scoring.analysis.skills.variants import build_all, build_variant, public_inputs
 
 __all__ = [
     "EN", "GROUP_LABELS", "GROUP_QUERY", "GROUP_READING", "GROUP_REASONING", "NOT_APPLICABLE",
     "NOT_CONFIGURED", "OK", "READING_LARGE", "READING_ROBUST", "READING_SHORTCUT", "SKILLS", "UNK", "ZH",
-    "Translator", "build_all", "build_variant", "marian_translator", "public_inputs", "score_variant", "skill_gaps",
+    "Translator", "build_all", "build_variant", "kept_references", "marian_translator", "original_item_f1_on_kept",
+    "public_inputs", "score_variant", "skill_gaps",
     "strip_masks", "MISSING_ORIGINAL", "parse_section", "read_sections",
 ]

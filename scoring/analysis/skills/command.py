@@ -10,7 +10,13 @@ from pathlib import Path
 
 from scoring.analysis.skills.catalogue import EN, OK, SKILLS, ZH
 from scoring.analysis.skills.gaps import skill_gaps
-from scoring.analysis.skills.scorer import MISSING_ORIGINAL, parse_section, read_sections, score_variant
+from scoring.analysis.skills.scorer import (
+    MISSING_ORIGINAL,
+    original_item_f1_on_kept,
+    parse_section,
+    read_sections,
+    score_variant,
+)
 from scoring.analysis.skills.variants import build_all, public_inputs
 from scoring.metrics import expmrc
 from scoring.strict_json import InvalidJson, InvalidPredictions, loads_json, show
@@ -120,7 +126,10 @@ def score(gold_path: str, skills_path: str, language: str | None) -> dict:
     original = expmrc.score_predictions(gold, sections["original"])
     variant_f1 = {name: {q["key"]: q["answer"] for q in score_variant(results[name]["gold"], preds).per_question}
                   for name, preds in sections.items() if name != "original"}
-    gaps = skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=SEED)
+    # Each skill's original side against the references its variant kept (same on both sides).
+    on_kept = original_item_f1_on_kept(gold, sections["original"], {name: results[name]["gold"] for name in variant_f1})
+    gaps = skill_gaps({q["key"]: q["answer"] for q in original.per_question}, variant_f1, seed=SEED,
+                      original_by_skill=on_kept)
     skills = {}
     for skill, result in results.items():
         gap = gaps.get(skill)

@@ -90,15 +90,7 @@ def score_variant(variant_gold: dict, predictions: dict) -> expmrc.ExpmrcScore:
             context, masks = paragraph["context"], paragraph.get("masks")
             qas = []
             for qa in paragraph["qas"]:
-                answers = []
-                for answer in qa["answers"]:
-                    start = answer.get("answer_start")
-                    if masks is not None and isinstance(start, int) and context.startswith(answer["text"], start):
-                        text = restore(context, masks, start, start + len(answer["text"]))
-                    else:
-                        text = strip_masks(answer["text"])
-                    if informative(text):
-                        answers.append({"text": text, "answer_start": start})
+                answers = _restored_answers(context, masks, qa)
                 if not answers:  # nothing left to score (the build keeps no such question)
                     continue
                 qas.append({"id": qa["id"], "question": qa["question"], "answers": answers,
@@ -117,6 +109,78 @@ def score_variant(variant_gold: dict, predictions: dict) -> expmrc.ExpmrcScore:
         return expmrc.ExpmrcScore(kind=expmrc.SPAN, version=variant_gold.get("version", ""), answer=0.0,
                                   evidence=0.0, overall=0.0, total=0, unanswered=0, per_question=[])
     return expmrc.score_predictions({"version": variant_gold["version"], "data": data}, read)
+
+
+def _restored_answers(context: str, masks, qa: dict) -> list[dict]:
+    """A variant question's gold answers read back as the original text (uninformative ones left out)."""
+    answers = []
+    for answer in qa["answers"]:
+        start = answer.get("answer_start")
+        if masks is not None and isinstance(start, int) and context.startswith(answer["text"], start):
+            text = restore(context, masks, start, start + len(answer["text"]))
+        else:
+            text = strip_masks(answer["text"])
+        if informative(text):
+            answers.append({"text": text, "answer_start": start})
+    return answers
+
+
+def kept_references(original_gold: dict, variant_gold: dict) -> dict[str, list[str]]:
+    """Per question the variant scores, the original gold answers it kept: the references the
+    original side of a gap is scored against, so both sides use the same ones.
+
+    A variant can drop some of a question's answers (a shuffle broke it up, every word of it was
+    masked) and keep the question with the others. Scoring the original against all its answers
+    and the variant against the survivors would credit the original with answers the variant no
+    longer has: a system whose answers do not change would show a gap (SQuAD dev: s4 +2.15 F1,
+    s14 +1.30). An original answer is kept when its text is among the variant's answers read
+    back as the original text. Where the variant rewrote answers (s1 antonyms, s8 numbers) the
+    pairing is by count: if every original answer not found verbatim can be one the variant
+    rewrote, all of them are kept; otherwise only the verbatim ones are (and all of them when
+    none is verbatim)."""
+    originals = {qa["id"]: [a["text"] for a in qa["answers"]]
+                 for article in original_gold["data"] for p in article["paragraphs"] for qa in p["qas"]}
+    kept: dict[str, list[str]] = {}
+    for article in variant_gold["data"]:
+        for paragraph in article["paragraphs"]:
+            context, masks = paragraph["context"], paragraph.get("masks")
+            for qa in paragraph["qas"]:
+                variant = Counter(a["text"] for a in _restored_answers(context, masks, qa))
+                if not variant or qa["id"] not in originals:
+                    continue
+                original = originals[qa["id"]]
+                unmatched = Counter(original) - variant
+                rewritten = sum((variant - Counter(original)).values())
+                verbatim = [text for text in original if text in variant]
+                if not verbatim or rewritten >= sum(unmatched.values()):
+                    kept[qa["id"]] = original
+                else:
+                    kept[qa["id"]] = verbatim
+    return kept
+
+
+def original_item_f1_on_kept(original_gold: dict, predictions: dict,
+                             variant_golds: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """``{skill: {question id: answer F1 of the original prediction against the references the
+    variant kept}}`` (:func:`kept_references`), the original side of each skill's gap. A question
+    whose references all survive keeps its ordinary original F1."""
+    original = expmrc.score_predictions(original_gold, predictions)
+    plain = {q["key"]: q["answer"] for q in original.per_question}
+    all_references = {qa["id"]: [a["text"] for a in qa["answers"]]
+                      for article in original_gold["data"] for p in article["paragraphs"] for qa in p["qas"]}
+    result = {}
+    for skill, variant_gold in variant_golds.items():
+        per_item = {}
+        for key, references in kept_references(original_gold, variant_gold).items():
+            if key not in plain:
+                continue
+            entry = predictions.get(key)
+            if references == all_references.get(key) or not isinstance(entry, dict) or "answer" not in entry:
+                per_item[key] = plain[key]
+            else:
+                per_item[key] = expmrc.answer_f1(references, entry["answer"])
+        result[skill] = per_item
+    return result
 
 
 def read_sections(raw: bytes | str, *, max_bytes: int) -> JsonObject:
