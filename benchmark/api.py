@@ -17,7 +17,7 @@ from . import kinds
 from .models import Benchmark, SkillVariant, Task, TaskQuerySet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
-from .views import INPUTS_HIDDEN, inputs_answer
+from .views import INPUTS_HIDDEN, current_inputs_version, inputs_answer
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -91,7 +91,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> HttpResponse:
         task = self.get_object()
-        test_set = task.current_test_set()  # without the inputs and the gold
+        test_set = current_inputs_version(task)  # without the inputs and the gold
         if test_set is None:
             raise NotFound(f"Task {task.slug} has no test set yet.")
         if task.inputs_hidden:

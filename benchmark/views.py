@@ -54,6 +54,19 @@ def inputs_answer(request: HttpRequest, task: Task, test_set: TestSet, represent
     return weaken_for_gzip(with_validators(response, etag, modified, private=task.is_hidden))
 
 
+def current_inputs_version(task: Task) -> TestSet | None:
+    """The task's current test set, as far as its inputs' answers need it (id, version,
+    checksum, import date; an unsaved copy). A wider read of the row costs a walk past its gold
+    and inputs on SQLite (45 ms for the CheckList set), on every download."""
+    found = (TestSet.objects.filter(task=task, split=task.scored_split, is_current=True)
+             .values_list("pk", "version", "checksum", "imported_at").first())
+    if found is None:
+        return None
+    pk, version, checksum, imported_at = found
+    return TestSet(pk=pk, task=task, split=task.scored_split, version=version, checksum=checksum,
+                   imported_at=imported_at)
+
+
 def read_inputs(test_set: TestSet) -> Any:
     return TestSet.objects.only("public_inputs").get(pk=test_set.pk).public_inputs
 
@@ -65,7 +78,7 @@ def download_bytes(inputs: Any) -> bytes:
 
 def task_inputs_download(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    test_set = task.current_test_set()  # without the inputs and the gold
+    test_set = current_inputs_version(task)  # without the inputs and the gold
     if test_set is None:
         return JsonResponse({"error": f"Task {task.slug} has no test set yet."}, status=404)
     if task.inputs_hidden:
