@@ -12,8 +12,9 @@ WORKDIR /app
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
-COPY requirements.txt .
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
+# The whole stack, QUACKIE models included (requirements-models.txt reads requirements.txt).
+COPY requirements.txt requirements-models.txt ./
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements-models.txt
 
 COPY . .
 # The data folders exist in the image, owned by the app user: an empty named volume mounted

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + five Celery workers (scoring; reaper; maintenance; models; sandbox) + Celery beat, demo data loaded.
+# gunicorn + Celery workers (scoring; reaper; maintenance; sandbox; models with QUACKIE_MODELS=1)
+# + Celery beat, demo data loaded.
 # A Celery process that exits is started again (see supervise below); Ctrl-C stops everything.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
 # USE_ACTIVE_ENV=1 runs with the active Python environment instead of creating .venv.
+# The default start installs requirements.txt only: the boards, prediction-file and model-bundle
+# submissions, diagnostics; no torch. QUACKIE_MODELS=1 also enables the QUACKIE model work: once
+# the site is up, the model stack (requirements-models.txt) installs in the background, then the
+# models worker starts and the demo classifier trains (niced), progress in
+# var/log/quackie-models.log (scripts/quackie_models.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${USE_ACTIVE_ENV:-}" ]; then
@@ -26,10 +32,11 @@ python manage.py migrate --noinput
 python manage.py load_demo
 
 pids=()
+background=()  # one-shot jobs (the QUACKIE model set-up): stopped with the rest, never waited for
 stop() {
   trap - INT TERM EXIT
   echo "stopping ExpBench..."
-  kill -TERM "${pids[@]}" 2>/dev/null || true
+  kill -TERM "${pids[@]}" "${background[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
 }
 trap stop INT TERM EXIT
@@ -84,20 +91,31 @@ supervise "reaper worker" celery -A config worker -Q reaper --concurrency 1 \
   --hostname "reaper@%h" --loglevel INFO
 supervise "maintenance worker" celery -A config worker -Q maintenance --concurrency 1 \
   --hostname "maintenance@%h" --loglevel INFO
-# Hosted-model jobs (inclusion flags, built-in baselines) hold their worker for minutes at a
-# time: on a worker of their own, diagnostics, board rebuilds and housekeeping never wait
-# behind them.
-supervise "models worker" celery -A config worker -Q models --concurrency 1 \
-  --hostname "models@%h" --loglevel INFO
 # Untrusted interpreter code gets a worker of its own: an hour-long code run never delays
 # cue discovery, skill builds or diagnostics.
 supervise "sandbox worker" celery -A config worker -Q sandbox --concurrency 1 \
   --hostname "sandbox@%h" --loglevel INFO
 supervise beat celery -A config beat --schedule var/celerybeat-schedule --loglevel INFO
+if [ "${QUACKIE_MODELS:-0}" = 1 ]; then
+  # Hosted-model jobs (inclusion flags, built-in baselines) hold their worker for minutes at a
+  # time: on a worker of their own, diagnostics, board rebuilds and housekeeping never wait
+  # behind them. It starts once the model stack is installed (quackie_models.sh waits for it).
+  supervise "models worker" bash scripts/quackie_models.sh worker celery -A config worker -Q models \
+    --concurrency 1 --hostname "models@%h" --loglevel INFO
+  # Install the model stack, then train the demo classifier: in the background, niced.
+  ( trap - EXIT; bash scripts/quackie_models.sh install && nice -n 19 bash scripts/quackie_models.sh train ) &
+  background+=($!)
+fi
 
 echo
 echo "ExpBench is running at http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/docs/)"
 echo "Admin: python manage.py createsuperuser, then http://$HOST:$PORT/admin/   Stop with Ctrl-C."
+if [ "${QUACKIE_MODELS:-0}" = 1 ]; then
+  echo "QUACKIE models: installing and training in the background; progress: tail -f var/log/quackie-models.log"
+else
+  echo "QUACKIE models are off (no torch installed): QUACKIE_MODELS=1 bash scripts/run.sh enables them;"
+  echo "until then hosted-model jobs wait in the models queue."
+fi
 echo
 # The Celery processes are started again when they exit (supervise); gunicorn restarts its own
 # workers, and if gunicorn itself exits (e.g. the port is taken) there is no site: stop everything.

@@ -19,11 +19,14 @@ HEAVY = {"django", "djangorestframework", "celery", "torch", "transformers", "gu
 
 
 def lock_pins():
-    """{normalised name: pinned version} of requirements.txt (the server's lock)."""
+    """{normalised name: pinned version} of requirements.txt and requirements-models.txt (the
+    server's lock, the QUACKIE model stack's)."""
     pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    lines = [line for name in ("requirements.txt", "requirements-models.txt")
+             for line in (ROOT / name).read_text().splitlines()]
+    for line in lines:
         line = line.split("#", 1)[0].strip()
-        if line:
+        if line and not line.startswith("-r "):
             requirement = Requirement(line)
             pins[requirement.name.lower().replace("_", "-")] = str(requirement.specifier).removeprefix("==")
     return pins
@@ -159,3 +162,21 @@ def test_the_citation_file_names_each_paper_with_the_code_that_implements_it():
         assert paths, reference["title"]
         for path in paths:
             assert (ROOT / path).exists(), f"{reference['title']}: {path} does not exist"
+
+
+def test_the_default_start_installs_no_model_stack_and_the_tests_install_everything():
+    """scripts/run.sh installs requirements.txt: the boards and file submissions, no torch. The
+    QUACKIE model stack is requirements-models.txt (on top of it); the tests install both."""
+    def names(file: str) -> set[str]:
+        found = set()
+        for line in (ROOT / file).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line and not line.startswith("-r "):
+                found.add(Requirement(line).name.lower().replace("_", "-"))
+        return found
+
+    models = {r.split(">")[0].split("=")[0].lower() for r in PYPROJECT["project"]["optional-dependencies"]["models"]}
+    assert not names("requirements.txt") & (models | {"torch", "transformers", "onnxruntime"})
+    assert models <= names("requirements-models.txt")
+    assert "-r requirements.txt" in (ROOT / "requirements-models.txt").read_text().splitlines()
+    assert "-r requirements-models.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
