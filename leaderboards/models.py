@@ -96,7 +96,8 @@ def on_board(submission: Submission) -> bool:
 @receiver([post_save, post_delete], sender=Submission)
 def submission_changed(sender: Any, instance: Submission, **kwargs: Any) -> None:
     # A scored entry renamed, hidden, published, flagged or verified through a form or the admin.
-    if on_board(instance):
+    # Rows loaded from a backup (raw saves) come with their stored boards and generations.
+    if on_board(instance) and not kwargs.get("raw"):
         boards_changed([instance.task_id])
 
 
@@ -104,22 +105,30 @@ def submission_changed(sender: Any, instance: Submission, **kwargs: Any) -> None
 @receiver([post_save, post_delete], sender=TestSet)
 @receiver([post_save, post_delete], sender=Phase)
 def task_part_changed(sender: Any, instance: ReportedResult | TestSet | Phase, **kwargs: Any) -> None:
+    if kwargs.get("raw"):
+        return
     boards_changed([instance.task_id])
 
 
 @receiver(post_save, sender=Task)
 def task_changed(sender: Any, instance: Task, **kwargs: Any) -> None:
     # Visibility, ranking rule, name: all shown on or decide a board.
+    if kwargs.get("raw"):
+        return
     boards_changed([instance.pk])
 
 
 @receiver(post_save, sender=Benchmark)
 def benchmark_changed(sender: Any, instance: Benchmark, **kwargs: Any) -> None:
+    if kwargs.get("raw"):
+        return
     boards_changed(list(instance.tasks.values_list("pk", flat=True)))
 
 
 @receiver(post_save, sender=Profile)
 def team_changed(sender: Any, instance: Profile, **kwargs: Any) -> None:
     # The team column of every board the user's entries are on.
+    if kwargs.get("raw"):
+        return
     boards_changed(list(Submission.objects.filter(user_id=instance.user_id, status=Status.SCORED)
                         .values_list("task_id", flat=True).distinct()))
