@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from core.jobs import JobStatus
 
 from . import quackie_tracks
+from .averages import average_change
 from .models import (
     Benchmark,
     HostedModel,
@@ -23,6 +24,7 @@ from .models import (
     Task,
     TestSet,
     Track,
+    Visibility,
 )
 
 
@@ -88,6 +90,27 @@ class TaskAdmin(admin.ModelAdmin):
     list_select_related = ["benchmark"]
     search_fields = ["slug", "name"]
     inlines = [ReportedResultInline, PhaseInline]
+
+    def get_form(self, request: HttpRequest, obj: Task | None = None, change: bool = False,
+                 **kwargs: Any) -> type[forms.ModelForm]:
+        """The visibility field says, before saving, what hiding (or listing) the task does to its
+        benchmark's average board."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        field = form.base_fields.get("visibility")
+        if obj is not None and field is not None:
+            effects = [text for value, _ in Visibility.choices if value != obj.visibility
+                       for text in [average_change(obj, value)] if text]
+            if effects:
+                field.help_text = f"{field.help_text} Changing it: {' '.join(dict.fromkeys(effects))}"
+        return form
+
+    def save_model(self, request: HttpRequest, obj: Task, form: forms.ModelForm, change: bool) -> None:
+        warning = ""
+        if change and "visibility" in form.changed_data:
+            warning = average_change(Task.objects.get(pk=obj.pk), obj.visibility)
+        super().save_model(request, obj, form, change)
+        if warning:
+            self.message_user(request, warning, messages.WARNING)
 
 
 @admin.register(TestSet)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED
 
 from . import kinds
+from .averages import average_change
 from .models import Benchmark, SkillVariant, Task, TaskQuerySet
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
@@ -81,8 +82,15 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
                                           f"{', '.join(TaskSettingsSerializer.Meta.fields)}"] for name in unknown})
         settings_ = TaskSettingsSerializer(task, data=request.data, partial=True)
         settings_.is_valid(raise_exception=True)
+        visibility = settings_.validated_data.get("visibility")
+        # What the change does to the benchmark's average board: with "dry_run" the answer says it
+        # and nothing changes, so a maintainer can see it before it happens.
+        warning = average_change(task, visibility) if visibility and visibility != task.visibility else ""
+        if request.query_params.get("dry_run") in ("1", "true"):
+            return Response({"dry_run": True, "warnings": [warning] if warning else []})
         settings_.save()
-        return Response(TaskSerializer(task, context={"request": request}).data)
+        return Response({**TaskSerializer(task, context={"request": request}).data,
+                         "warnings": [warning] if warning else []})
 
     @extend_schema(
         summary="Public inputs of the task's hidden test set (no answers, no evidence)",

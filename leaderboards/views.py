@@ -293,7 +293,7 @@ def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "benchmark": benchmark, "tasks": tasks, "rows": rows, "boards": boards,
         # An average over one subset is that subset's board again: shown from two subsets on.
         "show_average": len(tasks) > 1, "average_note": wording.average_note(tasks),
-        "average_title": wording.average_title(tasks),
+        "average_title": wording.average_title(tasks), "average_scope": wording.average_scope(tasks),
         "kinds": wording.kinds_of([b["task"] for b in boards]), "bibtex": wording.bibtex_for(benchmark),
         "computing": board is None or any(b["computing"] for b in boards),
     })

@@ -62,10 +62,28 @@ def average_note(tasks: list[Task]) -> str:
 
 def average_title(tasks: list[Task]) -> str:
     """The heading of a benchmark's average board: the unit its kinds average over (QUACKIE:
-    tracks, an interpretation set with a hosted model), subsets when they differ."""
+    tracks, an interpretation set with a hosted model), subsets when they differ. It names the
+    subsets it covers: "all" would be untrue once one is hidden or has no test set."""
     units = {task.kind_definition.average_unit for task in tasks}
     unit = units.pop() if len(units) == 1 else "subsets"
-    return f"Average over all {len(tasks)} {unit}"
+    return f"Average over {len(tasks)} {unit}: {', '.join(task.name for task in tasks)}"
+
+
+def average_scope(tasks: list[Task]) -> str:
+    """What the average covers, stated on the page: the subsets listed here with a current test
+    set (a hidden one, or one without a test set, is left out and the average changes with it),
+    and, where the subsets come from a published board that averages a fixed set, whether this
+    average is comparable with the published one."""
+    names = ", ".join(task.name for task in tasks)
+    text = (f"The average covers the {len(tasks)} subsets listed here ({names}): a subset that is hidden or has "
+            "no current test set is left out, and the average, the human row's included, changes with it.")
+    sources = {(task.kind_definition.average_source, task.kind_definition.average_source_subsets) for task in tasks}
+    if len(sources) == 1:
+        source, covered = sources.pop()
+        if source and covered:
+            text += (f" The published average on {source} covers {covered}; compare with it only when this "
+                     "board covers the same subsets.")
+    return text
 
 
 def bibtex_for(benchmark: Benchmark) -> str:

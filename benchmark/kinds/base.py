@@ -101,6 +101,7 @@ class TaskKind:
     # rule a benchmark made only of kinds with the same source follows ("" = none).
     average_unit: ClassVar[str] = "subsets"
     average_source: ClassVar[str] = ""
+    average_source_subsets: ClassVar[str] = ""  # what the published average covers, e.g. "four subsets (...)"
     # Model submissions (docs/model_submissions.md): the format of the examples a bundle's
     # ``predict`` receives and of what it returns ("" = this kind takes no models).
     model_format: ClassVar[str] = ""

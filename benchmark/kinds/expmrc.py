@@ -19,6 +19,7 @@ class ExpmrcKind(TaskKind):
     scorer_version = "expmrc-1/nltk-3.9.2"
     importer = "expmrc"
     average_source = "the official ExpMRC leaderboard"
+    average_source_subsets = "four subsets (SQuAD, CMRC 2018, RACE+ and C3)"
 
     @property
     def metric_columns(self) -> tuple[tuple[str, str], ...]:  # type: ignore[override]
