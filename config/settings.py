@@ -15,6 +15,8 @@ from urllib.parse import unquote, urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import error_reporting
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EXPBENCH_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -462,3 +464,11 @@ MODEL_MAX_WALL_SECONDS = env_int("MODEL_MAX_WALL_SECONDS", 4 * 3600)
 # A sandbox worker on a machine with a GPU: its device nodes are passed into the sandbox and
 # predict is told to use it (EXPBENCH_DEVICE=cuda). Off: everything runs on the CPU.
 SANDBOX_GPU = env_bool("SANDBOX_GPU", False)
+
+# /metrics (config/metrics.py, docs/operations.md#metrics): answered to a request carrying
+# "Authorization: Bearer <METRICS_TOKEN>" or from a staff member's session, 404 to anyone else.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "").strip()
+
+# Error reporting by configuration only (config/error_reporting.py): SENTRY_DSN is honoured where
+# the sentry-sdk package is installed; ExpBench does not require it.
+ERROR_REPORTING = error_reporting.init_from_environment(os.environ)

@@ -16,7 +16,7 @@ from leaderboards import api as board_api
 from submissions.api import SubmissionViewSet, phase_selection, task_quota, task_submissions
 from submissions.views import submit
 
-from . import errors
+from . import errors, metrics
 from .store_reads import served_from_store
 
 handler400 = "config.errors.bad_request"
@@ -85,6 +85,8 @@ urlpatterns = [
     path("api/", include([unnamed_alias(pattern) for pattern in api_patterns])),
     # Before the admin's own URLs: its login spends the site login's budgets.
     path("admin/login/", admin_login),
+    # Prometheus (docs/operations.md#metrics): a token or a staff session, 404 to anyone else.
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("submissions/", include("submissions.urls")),
