@@ -9,6 +9,12 @@ CORS: a page on another origin may read the API with GET or HEAD (``Access-Contr
 *``) but without credentials: browsers then send neither cookies nor, since the preflight does
 not allow the ``Authorization`` header, a token, so only what anyone may read is readable, and
 a cross-origin write is never allowed.
+
+Framing: the routes in ``FRAMABLE_ROUTES`` (a board made to be embedded, leaderboards/embeds.py)
+are the exception to "no framing": their policy says ``frame-ancestors *`` and they carry no
+``X-Frame-Options``, so any site may show them in an ``<iframe>``. They have no form, no action
+and nothing of the visitor's session, which is what framing could abuse. Every other answer
+keeps the site's policy.
 """
 from collections.abc import Callable
 
@@ -23,6 +29,20 @@ CORS_REQUEST_HEADERS = "Accept, Accept-Language, Content-Language, If-None-Match
 # Response headers a cross-origin reader may see beyond the safe-listed ones.
 CORS_EXPOSED_HEADERS = "ETag, Last-Modified, Link, Retry-After, Deprecation, X-Request-ID"
 PREFLIGHT_MAX_AGE = "86400"
+#: Route names other sites may frame.
+FRAMABLE_ROUTES = frozenset({"task-embed"})
+
+
+def framable_policy(policy: str) -> str:
+    """``policy`` with its ``frame-ancestors`` directive replaced by ``frame-ancestors *``."""
+    directives = [part.strip() for part in policy.split(";") if part.strip()]
+    kept = [part for part in directives if part.split()[0].lower() != "frame-ancestors"]
+    return "; ".join([*kept, "frame-ancestors *"])
+
+
+def framable(request: HttpRequest) -> bool:
+    match = getattr(request, "resolver_match", None)
+    return match is not None and match.url_name in FRAMABLE_ROUTES
 
 
 def is_preflight(request: HttpRequest) -> bool:
@@ -54,6 +74,11 @@ class SecurityHeadersMiddleware:
             if api and request.method in READ_METHODS:
                 response["Access-Control-Allow-Origin"] = "*"
                 response["Access-Control-Expose-Headers"] = CORS_EXPOSED_HEADERS
+        if framable(request):
+            # Django's clickjacking middleware, inside this one, set DENY.
+            del response["X-Frame-Options"]
+            if settings.CONTENT_SECURITY_POLICY and "Content-Security-Policy" not in response:
+                response["Content-Security-Policy"] = framable_policy(settings.CONTENT_SECURITY_POLICY)
         if settings.CONTENT_SECURITY_POLICY and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = settings.CONTENT_SECURITY_POLICY
         return response

@@ -13,6 +13,7 @@ from accounts.throttling import ThrottledObtainAuthToken, admin_login
 from benchmark.api import BenchmarkViewSet, TaskViewSet
 from core.api_paths import API_PREFIX, CURRENT_API_PREFIX
 from leaderboards import api as board_api
+from leaderboards import embeds
 from submissions.api import SubmissionViewSet, phase_selection, task_quota, task_submissions
 from submissions.views import submit
 
@@ -42,6 +43,7 @@ api_patterns = [
     path("tasks/<slug:slug>/leaderboard/",
          served_from_store(board_api.task_leaderboard, board_api.stored_task_leaderboard),
          name="api-task-leaderboard"),
+    path("tasks/<slug:slug>/badge/", embeds.task_badge, name="api-task-badge"),
     path("tasks/<slug:slug>/submissions/", task_submissions, name="api-task-submissions"),
     path("tasks/<slug:slug>/quota/", task_quota, name="api-task-quota"),
     path("phases/<int:pk>/selection/", phase_selection, name="api-phase-selection"),
