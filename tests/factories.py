@@ -131,14 +131,15 @@ def make_task_from_gold(tmp_path, gold, slug="expmrc-squad", name="SQuAD", langu
 QUACKIE_SQUAD_V2 = Path(settings.BASE_DIR) / "tests" / "fixtures" / "quackie" / "squad_v2_small.json"
 
 
-def make_tiny_track(tmp_path, *, answerable=True):
-    """A ready QUACKIE track: the small SQuAD v2 fixture × a tiny random classifier built here."""
+def make_tiny_track(tmp_path, *, answerable=True, model_dir=None):
+    """A ready QUACKIE track: the small SQuAD v2 fixture × a tiny random classifier, built here
+    unless ``model_dir`` holds one already (a suite builds it once and shares it read-only)."""
     from benchmark import quackie_tracks
     from tests.tiny_models import build_tiny_classifier
 
     iset, _ = quackie_tracks.import_quackie(QUACKIE_SQUAD_V2, name="small", version="1")
-    model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification",
-                                          path=build_tiny_classifier(tmp_path / "clf", answerable=answerable))
+    path = model_dir or build_tiny_classifier(tmp_path / "clf", answerable=answerable)
+    model = quackie_tracks.register_model(slug="tiny", name="Tiny", kind="classification", path=path)
     track = quackie_tracks.create_track(iset, model)
     quackie_tracks.compute_inclusion(track)
     track.refresh_from_db()

@@ -20,6 +20,7 @@ from submissions import code_runs, intake, lifecycle
 from submissions.models import ErrorCategory, Status, Submission
 from submissions.tasks import run_code_submission
 from tests.factories import make_tiny_track, make_user, token_for, upload_file
+from tests.tiny_models import build_tiny_classifier
 
 pytestmark = pytest.mark.django_db
 needs_bwrap = pytest.mark.needs_bwrap  # tests/conftest.py: skipped without bwrap, failed in CI
@@ -41,9 +42,15 @@ def interpret(model, question, context, sentences=None):
 '''
 
 
+@pytest.fixture(scope="module")
+def tiny_classifier(tmp_path_factory):
+    """The tiny hosted classifier, built once for the module: the sandbox only reads it."""
+    return build_tiny_classifier(tmp_path_factory.mktemp("tiny-classifier") / "clf", answerable=True)
+
+
 @pytest.fixture
-def track(tmp_path):
-    return make_tiny_track(tmp_path)
+def track(tmp_path, tiny_classifier):
+    return make_tiny_track(tmp_path, model_dir=tiny_classifier)
 
 
 @pytest.fixture
