@@ -331,3 +331,31 @@ def test_span_predictions_that_are_not_strings_are_str_ed_like_the_official_scri
 def test_score_rejects_an_entry_without_fields_instead_of_crashing():
     with pytest.raises(expmrc.InvalidPredictions, match='"en-1"'):
         score_predictions(load_fixture("span_gold.json"), {"en-1": "Melbourne"})
+
+
+# ----------------------------------------------------------------- public inputs
+
+@pytest.mark.parametrize("subset", ["squad", "cmrc2018"])
+def test_public_inputs_of_a_span_set_keep_passages_and_questions_only(subset):
+    gold = json.loads((OFFICIAL_FIXTURE / f"{subset}-gold.json").read_bytes())
+    gold["data"][0]["paragraphs"][0]["qas"][0]["secret"] = "an unexpected gold field"
+    del gold["data"][-1]["title"]
+    public = expmrc.public_inputs(gold)
+    assert set(public) == {"version", "data"} and public["version"] == gold["version"]
+    assert [article["title"] for article in public["data"]] == [a.get("title", "") for a in gold["data"]]
+    assert public["data"][-1]["title"] == ""
+    for article, source in zip(public["data"], gold["data"], strict=True):
+        assert set(article) == {"title", "paragraphs"}
+        for paragraph, original in zip(article["paragraphs"], source["paragraphs"], strict=True):
+            assert set(paragraph) == ({"id", "context", "qas"} if subset == "cmrc2018" else {"context", "qas"})
+            assert paragraph["context"] == original["context"] and paragraph.get("id") == original.get("id")
+            assert paragraph["qas"] == [{"id": qa["id"], "question": qa["question"]} for qa in original["qas"]]
+
+
+def test_public_inputs_of_a_multichoice_set_keep_passages_questions_and_options_only():
+    gold = json.loads((OFFICIAL_FIXTURE / "race-gold.json").read_bytes())
+    public = expmrc.public_inputs(gold)
+    assert set(public) == {"version", "data"} and public["version"] == "expmrc-race-dev"
+    assert public["data"] == [{"id": p["id"], "article": p["article"], "questions": p["questions"],
+                               "options": p["options"]} for p in gold["data"]]
+    assert "answers" not in json.dumps(public) and "evidences" not in json.dumps(public)
