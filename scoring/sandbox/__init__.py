@@ -1,7 +1,7 @@
 """Running submitted QUACKIE interpreter code in a bubblewrap sandbox (docs/sandbox.md).
 
 A code submission runs in a jail: its own pid, net, ipc, uts and cgroup namespaces, the
-unprivileged uid 65534 (when the worker is root), a read-only minimal filesystem, rlimits,
+unprivileged uid of its own (when the worker is root), a read-only minimal filesystem, rlimits,
 cgroups and a seccomp filter. The worker keeps the gold; only the public fields of each sample
 cross into the jail. No Django here. The modules, each importing only those listed before it:
 
@@ -12,6 +12,7 @@ cross into the jail. No Django here. The modules, each importing only those list
 * ``job_dir``: the private job directory, the code and runtime copied into it, and
   ``check_model_dir``;
 * ``cgroups``: cgroup v1 ``pids`` and ``memory`` groups (root only);
+* ``uids``: the pool of uids, one per sandboxed child (root only);
 * ``command``: the bwrap / setpriv / prlimit command line and the child's environment;
 * ``availability``: ``sandbox_available``, the cached probe;
 * ``protocol``: the parent's bounded reading and checking of every line the child writes;

@@ -13,9 +13,10 @@ import threading
 import uuid
 
 from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.command import SANDBOX_UID, bwrap_command, find_tool, host_env
+from scoring.sandbox.command import bwrap_command, find_tool, host_env
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
+from scoring.sandbox.uids import POOL_FIRST, POOL_SIZE, UidLease, acquire
 
 MODES = ("bwrap", "none")
 
@@ -69,15 +70,20 @@ def _probe(mode: str) -> tuple[bool, str]:
         return False, "nice (coreutils) is not installed"
     limits = SandboxLimits()
     probe = "import os, sys; print(os.getuid(), os.getgid(), sys.version_info[0])"
+    lease: UidLease | None = None
     try:
-        command = bwrap_command([], limits, [sys.executable, "-B", "-s", "-c", probe])
-    except SandboxUnavailable as error:
-        return False, str(error)
-    try:
+        lease = acquire() if os.geteuid() == 0 else None
+        expected_uid = lease.uid if lease is not None else os.getuid()
+        command = bwrap_command([], limits, [sys.executable, "-B", "-s", "-c", probe], uid=expected_uid)
         completed = subprocess.run(command, env=host_env(), capture_output=True, timeout=120,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
+    except SandboxUnavailable as error:
+        return False, str(error)
     except (OSError, subprocess.TimeoutExpired) as error:
         return False, f"bwrap could not run: {error}"
+    finally:
+        if lease is not None:
+            lease.release()
     stderr = completed.stderr.decode("utf-8", "replace").strip()
     if completed.returncode != 0:
         lowered = stderr.lower()
@@ -89,10 +95,10 @@ def _probe(mode: str) -> tuple[bool, str]:
                            f"(bwrap: {stderr[-300:]})")
         return False, f"bwrap failed with exit code {completed.returncode}: {stderr[-300:]}"
     words = completed.stdout.decode("utf-8", "replace").split()
-    expected_uid = SANDBOX_UID if os.geteuid() == 0 else os.getuid()
-    if len(words) != 3 or words[0] != str(expected_uid):
+    if len(words) != 3 or words[0] != str(expected_uid) or (lease is not None and words[1] != str(lease.gid)):
         return False, f"the sandbox probe answered {completed.stdout[:100]!r}"
-    who = f"uid {words[0]}" + (" (nobody)" if words[0] == str(SANDBOX_UID) else "")
+    who = (f"uid {words[0]}, one of {POOL_SIZE} per-run uids from {POOL_FIRST}" if lease is not None
+           else f"uid {words[0]}, the worker's own in a user namespace")
     return True, f"bubblewrap sandbox usable ({who}, interpreter {sys.executable})"
 
 

@@ -210,20 +210,24 @@ class Cgroups:
         except (OSError, ValueError):
             return None
 
-    def oom_killed(self) -> bool:
+    def oom_kills(self) -> int:
+        """How many processes of the group the memory limit killed (v2 ``memory.events``, v1
+        ``memory.oom_control``: ``oom_kill``); 0 without a memory group."""
         directory = self.directories.get("memory")
         if directory is None:
-            return False
-        name, key = (("memory.events", "oom_kill") if self.version == "v2"
-                     else ("memory.oom_control", "oom_kill"))
+            return 0
+        name = "memory.events" if self.version == "v2" else "memory.oom_control"
         try:
             for line in (directory / name).read_text().splitlines():
                 field, _, value = line.partition(" ")
-                if field == key and int(value) > 0:
-                    return True
+                if field == "oom_kill":
+                    return int(value)
         except (OSError, ValueError):
             pass
-        return False
+        return 0
+
+    def oom_killed(self) -> bool:
+        return self.oom_kills() > 0
 
     # ------------------------------------------------------------------ ending
 

@@ -9,9 +9,10 @@ When the worker runs as root (this project's machines), ``bwrap`` is started **w
 namespace, so it can bind the Python runtime from wherever it lives (the venv's interpreter is
 under root's mode-700 home) read-only at the same path, creating the parent directories
 world-traversable (``--perms 0755 --dir``); it keeps only CAP_SETUID/CAP_SETGID for
-``setpriv``, which drops to uid/gid ``SANDBOX_UID`` with no groups, an empty capability
-bounding set and no_new_privs before ``prlimit`` and Python start. The child therefore is a
-real unprivileged uid (RLIMIT_NPROC is enforced, nothing root-owned is readable), in new pid,
+``setpriv``, which drops to the run's own uid and gid (``uids.acquire``: one per child, so
+RLIMIT_NPROC counts that run's processes only) with no groups, an empty capability bounding set
+and no_new_privs before ``prlimit`` and Python start. The child therefore is a real
+unprivileged uid (RLIMIT_NPROC is enforced, nothing root-owned is readable), in new pid,
 net, ipc, uts and cgroup namespaces, with a read-only minimal filesystem: ``/usr``
 (libraries), the Python runtime and its site-packages, the model directory, a private copy of
 the code and of the ``scoring`` runtime subset, a size-capped private tmpfs ``/tmp``, minimal
@@ -35,8 +36,7 @@ from pathlib import PurePosixPath
 from scoring.sandbox.errors import SandboxUnavailable
 from scoring.sandbox.limits import SandboxLimits
 
-SANDBOX_UID = 65534  # nobody / nogroup
-SANDBOX_GID = 65534
+SANDBOX_UID = 65534  # nobody / nogroup: the probe's uid and gid; a run takes its own (uids.py)
 
 
 def _runtime_roots() -> list[str]:
@@ -164,11 +164,12 @@ def options_from_fd(command: list[str], files: CommandFiles) -> list[str]:
 def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
                   inner: list[str], copies: Sequence[tuple[str, str]] = (),
                   files: CommandFiles | None = None, devices: tuple[str, ...] = (),
-                  extra_env: dict[str, str] | None = None) -> list[str]:
-    """bwrap + (root: setpriv to 65534) + prlimit + ``inner``; ``binds``: (source, dest) ro;
+                  extra_env: dict[str, str] | None = None, uid: int = SANDBOX_UID) -> list[str]:
+    """bwrap + (root: setpriv to ``uid``) + prlimit + ``inner``; ``binds``: (source, dest) ro;
     ``copies``: (source directory, dest) copied into read-only tmpfs (``copied_tree``), their
     descriptors opened in ``files``; ``devices``: host device nodes passed in at the same path
-    (a model run's GPU); ``extra_env``: variables added to ``child_env``."""
+    (a model run's GPU); ``extra_env``: variables added to ``child_env``; ``uid``: the uid and
+    gid the child runs as (a run's own, from ``uids.acquire``; 65534 by default)."""
     as_root = os.geteuid() == 0
     args = [find_tool("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -200,8 +201,8 @@ def bwrap_command(binds: list[tuple[str, str]], limits: SandboxLimits,
         args += ["--setenv", key, value]
     if as_root:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-                 find_tool("setpriv") or "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}",
-                 f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
+                 find_tool("setpriv") or "/usr/bin/setpriv", f"--reuid={int(uid)}",
+                 f"--regid={int(uid)}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs"]
     else:
         args += ["--"]

@@ -13,6 +13,8 @@ SUBMISSION_FAILURES = {
     "load_error": "the hosted model could not be loaded in the sandbox",
     "crashed": "the sandboxed process died while importing the code (a signal or a limit "
                "killed it, or it exited)",
+    "memory": "memory limit exceeded while importing the code (the memory cgroup killed the sandbox, or "
+              "the import raised MemoryError)",
     "too_many_crashes": "the sandboxed process died on too many samples (in a row, or in total)",
     "too_many_timeouts": "interpret ran past the per-sample limit on too many samples (in a row, or in total)",
     "all_samples_failed": "every sample failed (the run produced no valid scores)",
@@ -29,6 +31,8 @@ SAMPLE_FAILURES = {
     "exception": "interpret raised an exception",
     "timeout": "interpret ran longer than the per-sample limit",
     "crashed": "the sandboxed process died on this sample (a signal, a limit or an exit)",
+    "memory": "memory limit exceeded on this sample (the memory cgroup killed a process of the "
+              "sandbox, or interpret raised MemoryError)",
 }
 
 
@@ -48,7 +52,7 @@ class SandboxLimits:
     nice: int = 10                      # nice level of every sandbox process (works without cgroups)
     open_files: int = 64                # RLIMIT_NOFILE
     file_size: int = 16 * 2**20         # RLIMIT_FSIZE (EFBIG beyond it)
-    processes: int = 64                 # RLIMIT_NPROC (uid 65534) and cgroup pids.max
+    processes: int = 64                 # RLIMIT_NPROC (of the run's own uid) and cgroup pids.max
     per_sample_seconds: float = 30      # wall clock per sample (parent-enforced)
     total_seconds: float = 1800         # wall clock per submission, start-up included
     output_bytes: int = 1_000_000       # the longest reply line accepted

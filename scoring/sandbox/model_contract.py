@@ -41,7 +41,7 @@ MODEL_FAILURES = {
     "bad_prediction": "a prediction does not have the task's prediction format",
     "timeout": "the run took longer than its wall-clock budget",
     "cpu_limit": "the run used more CPU time than its budget",
-    "memory": "the run used more memory than its budget",
+    "memory": "memory limit exceeded: the run used more memory than its budget",
     "crashed": "the sandboxed process died (a signal or an exit)",
     "output_flood": "a reply was larger than the output limit",
     "protocol_error": "the sandboxed process wrote something that is not a valid reply",

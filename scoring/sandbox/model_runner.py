@@ -5,7 +5,7 @@ One sandboxed child per run (``model_child.py``, copied into the jail as
 ``layout.MODEL_CHILD_FILE``) imports ``predict.py`` from the read-only bundle and answers one
 JSON line per batch of examples; the parent checks every reply (``model_contract``), merges the
 batches and returns the predictions as JSON bytes for the task's strict parser. The jail is the
-interpreter sandbox's (docs/sandbox.md): its namespaces (no network), uid 65534, read-only
+interpreter sandbox's (docs/sandbox.md): its namespaces (no network), a uid of its own, read-only
 minimal filesystem, rlimits, cgroups, seccomp, the same command line and child-process
 handling. Unlike an interpreter run, nothing is per-sample: the first failure ends the run,
 since a hidden run must predict every example to be scored.
@@ -77,6 +77,7 @@ from scoring.sandbox.model_contract import (
     hardware,
     merged_json,
 )
+from scoring.sandbox.uids import UidLease, acquire
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +162,7 @@ class _Sandbox:
         self.devices, self.bind_code, self.require_cgroups = devices, bind_code, require_cgroups
         self.stderr = CappedBuffer(limits.stderr_bytes)
         self.cgroups: Cgroups | None = None
+        self.uid: UidLease | None = None  # the child's own uid (as root)
         self.child: Child | None = None
 
     def command(self, files: CommandFiles) -> tuple[list[str], dict[str, str], str]:
@@ -183,8 +185,15 @@ class _Sandbox:
             reason = self.cgroups.refusal()
             self.release()
             raise SandboxUnavailable(reason)
+        if os.geteuid() == 0:
+            try:
+                self.uid = acquire()
+            except SandboxUnavailable:
+                self.release()
+                raise
+        uid = self.uid.uid if self.uid is not None else SANDBOX_UID
         command = bwrap_command(binds, self.limits, inner, copies, files, devices=self.devices,
-                                extra_env=self.environment())
+                                extra_env=self.environment(), uid=uid)
         command = niced(cgroup_wrapper(self.cgroups.procs_files(), options_from_fd(command, files)), self.limits)
         return command, host_env(), str(self.job.root)
 
@@ -202,7 +211,7 @@ class _Sandbox:
         if self.mode == "none":
             return ["rlimits", f"nice {self.limits.nice}"]
         layers = ["bwrap", "pid/net/ipc/uts/cgroup namespaces", "read-only minimal filesystem",
-                  f"uid {SANDBOX_UID}" if os.geteuid() == 0 else f"user namespace (uid {os.getuid()})",
+                  f"uid {self.uid.uid} (its own)" if self.uid is not None else f"user namespace (uid {os.getuid()})",
                   "rlimits", f"nice {self.limits.nice}"]
         if self.cgroups is not None:
             layers += self.cgroups.isolation()
@@ -227,12 +236,15 @@ class _Sandbox:
         return self.child
 
     def release(self) -> bool:
-        """Remove the cgroups; True when the memory limit killed something."""
+        """Remove the cgroups and give the uid back; True when the memory limit killed something."""
         oom = False
         if self.cgroups is not None:
             oom = self.cgroups.oom_killed()
             self.cgroups.remove()
             self.cgroups = None
+        if self.uid is not None:
+            self.uid.release()
+            self.uid = None
         return oom
 
     def death(self, child: Child, when: str) -> ModelFailure:
@@ -242,8 +254,9 @@ class _Sandbox:
         tail = self.stderr.text()[-600:].strip()
         said = f"; its last output: {tail}" if tail else ""
         if oom:
-            return ModelFailure("memory", f"the sandbox was killed {when}: it exceeded the memory budget of "
-                                          f"{self.limits.memory_bytes} bytes")
+            return ModelFailure("memory", f"memory limit exceeded: the sandbox's processes together used more "
+                                          f"than the memory budget of {self.limits.memory_bytes} bytes, and the "
+                                          f"memory cgroup killed the sandboxed process {when}")
         if signal_name == "SIGXCPU":
             return ModelFailure("cpu_limit", f"the sandboxed process reached the CPU-time limit of "
                                              f"{self.limits.cpu_seconds} s {when}")
@@ -315,7 +328,8 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
                 result.cpu_seconds = sandbox.child.cpu_used
             oom = sandbox.release()
             if oom and result.failure in ("crashed", "exception", None):
-                result.fail(ModelFailure("memory", f"the sandbox exceeded the memory budget of "
+                result.fail(ModelFailure("memory", f"memory limit exceeded: the memory cgroup killed a process "
+                                                   f"of the sandbox, over the memory budget of "
                                                    f"{limits.memory_bytes} bytes"))
             result.stderr = sandbox.stderr.text()
             result.isolation = result.isolation or sandbox.isolation()

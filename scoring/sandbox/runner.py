@@ -50,6 +50,7 @@ from scoring.sandbox.job_dir import Job, check_model_dir
 from scoring.sandbox.layout import CHILD_FILE, INSIDE
 from scoring.sandbox.limits import RunResult, SandboxLimits, public_sample, validate_scores
 from scoring.sandbox.protocol import check_reply, check_startup
+from scoring.sandbox.uids import UidLease, acquire
 from scoring.sandbox.upload_check import DEFAULT_MAX_BYTES
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,8 @@ class _Fail(Exception):
 def _crash_message(signal_name: str | None, exit_code: int | None, when: str,
                    limits: SandboxLimits, oom: bool) -> str:
     if oom:
-        return (f"the sandbox was killed {when}: it exceeded the memory limit of "
-                f"{limits.memory_bytes} bytes")
+        return (f"memory limit exceeded: the sandbox's processes together used more than its limit of "
+                f"{limits.memory_bytes} bytes, and the memory cgroup killed the sandboxed process {when}")
     if signal_name:
         hint = {"SIGXCPU": f" (the CPU-time limit of {limits.cpu_seconds} s)",
                 "SIGKILL": " (killed: memory, CPU hard limit or a kill)",
@@ -104,6 +105,7 @@ class _Runner:
         self.result = result
         self.stderr = CappedBuffer(limits.stderr_bytes)
         self.cgroups: Cgroups | None = None
+        self.uid: UidLease | None = None  # the running child's own uid (as root)
         self.model_bind: Path | None = None
         self.require_cgroups = require_cgroups
         self.children: list[Child] = []   # every child started, for the run's CPU total
@@ -152,16 +154,32 @@ class _Runner:
             reason = self.cgroups.refusal()
             self._release_cgroups()
             raise SandboxUnavailable(reason)
-        command = options_from_fd(bwrap_command(binds, self.limits, inner, copies, files), files)
+        if os.geteuid() == 0:
+            try:
+                self.uid = acquire()
+            except SandboxUnavailable:
+                self._release_cgroups()
+                raise
+        uid = self.uid.uid if self.uid is not None else SANDBOX_UID
+        command = options_from_fd(bwrap_command(binds, self.limits, inner, copies, files, uid=uid), files)
         command = niced(cgroup_wrapper(self.cgroups.procs_files(), command), self.limits)
         return command, host_env(), str(self.job.root)
 
+    def oom_kills(self) -> int:
+        """Processes of the running child's sandbox killed by its memory limit so far."""
+        return self.cgroups.oom_kills() if self.cgroups is not None else 0
+
     def _release_cgroups(self) -> bool:
+        """Kill what is left of the child, remove its cgroups and give its uid back; True when
+        the memory cgroup killed a process of it."""
         oom = False
         if self.cgroups is not None:
             oom = self.cgroups.oom_killed()
             self.cgroups.remove()
             self.cgroups = None
+        if self.uid is not None:
+            self.uid.release()
+            self.uid = None
         return oom
 
     def start(self, total_deadline: float) -> Child:
@@ -205,8 +223,10 @@ class _Runner:
             if reply["event"] == "import_error":
                 summary = f"{reply['type']}: {reply['message']}"
                 trace = reply["traceback"].rstrip()
-                raise _Fail("import_error", f"importing the code failed: {summary}"
-                            + (f"\n{trace}" if trace and trace != summary else ""))
+                said = summary + (f"\n{trace}" if trace and trace != summary else "")
+                if reply["type"] == "MemoryError" or self.oom_kills():
+                    raise _Fail("memory", f"memory limit exceeded while importing the code: {said}")
+                raise _Fail("import_error", f"importing the code failed: {said}")
             if self.result.import_seconds is None:
                 self.result.import_seconds = reply["seconds"]
         except ReplyTimeout:
@@ -229,8 +249,8 @@ class _Runner:
                             f"(exit code {code}, {signal_name or 'no signal'}): "
                             f"{self.stderr.text()[-600:]}", signal_name=signal_name,
                             exit_code=code) from None
-            raise _Fail("crashed", _crash_message(signal_name, code, "while importing the code",
-                                                  self.limits, oom),
+            raise _Fail("memory" if oom else "crashed",
+                        _crash_message(signal_name, code, "while importing the code", self.limits, oom),
                         signal_name=signal_name, exit_code=code) from None
         except OutputFlood as error:
             child.kill()
@@ -262,7 +282,7 @@ class _Runner:
         if self.mode == "none":
             return ["rlimits", f"nice {self.limits.nice}"]
         layers = ["bwrap", "pid/net/ipc/uts/cgroup namespaces", "read-only minimal filesystem"]
-        layers.append(f"uid {SANDBOX_UID}" if os.geteuid() == 0 else
+        layers.append(f"uid {self.uid.uid} (its own)" if self.uid is not None else
                       f"user namespace (uid {os.getuid()})")
         layers.append("rlimits")
         layers.append(f"nice {self.limits.nice}")
@@ -347,6 +367,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
             sample_id = sample["id"]
             sent = time.monotonic()
             deadline = min(sent + limits.per_sample_seconds, total_deadline)
+            oom_before = runner.oom_kills()
             try:
                 reply = check_reply(child.exchange(sample, deadline), sample_id)
             except ReplyTimeout:
@@ -375,7 +396,7 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                 oom = runner._release_cgroups()
                 message = _crash_message(signal_name, code, f"while scoring sample {sample_id}",
                                          limits, oom)
-                result.failures[sample_id] = "crashed"
+                result.failures[sample_id] = "memory" if oom else "crashed"
                 result.failure_details[sample_id] = message
                 crashes += 1
                 consecutive_crashes += 1
@@ -399,6 +420,9 @@ def run_interpreter(code_path, model_dir, model_kind: str, samples: Iterable[dic
                 consecutive_crashes = consecutive_timeouts = 0
                 result.sample_seconds[sample_id] = time.monotonic() - sent
                 _record(result, sample, reply)
+                if result.failures.get(sample_id) == "exception" \
+                        and (reply["error"]["type"] == "MemoryError" or runner.oom_kills() > oom_before):
+                    _memory_exceeded(result, sample_id, limits)
             if child is None:  # killed by a timeout or dead: the next sample gets a new one
                 result.sample_seconds[sample_id] = time.monotonic() - sent
                 if index + 1 < len(public):
@@ -434,6 +458,16 @@ def _failure_counts(result: RunResult) -> str:
     for category in result.failures.values():
         counts[category] = counts.get(category, 0) + 1
     return ", ".join(f"{n} {category}" for category, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _memory_exceeded(result: RunResult, sample_id: str, limits: SandboxLimits) -> None:
+    """A sample whose ``interpret`` raised after running out of memory: a MemoryError (the
+    address-space limit of one process), or any exception after the memory cgroup killed one of
+    the sandbox's processes (a helper it forked). Reported as ``memory``, not as an exception."""
+    result.failures[sample_id] = "memory"
+    result.failure_details[sample_id] = (f"memory limit exceeded (at most {limits.address_space} bytes of "
+                                         f"address space per process, {limits.memory_bytes} bytes for the "
+                                         f"whole sandbox): {result.failure_details[sample_id]}")
 
 
 def _record(result: RunResult, sample: dict, reply: dict) -> None:

@@ -9,9 +9,10 @@ import pytest
 from scoring.model_bundles.build import build_reference_bundle
 from scoring.model_bundles.pipeline import run_model
 from scoring.sandbox import SandboxUnavailable
-from scoring.sandbox.model_contract import MODEL_FAILURES, ModelBudget
 from scoring.sandbox.limits import SandboxLimits
+from scoring.sandbox.model_contract import MODEL_FAILURES, ModelBudget
 from scoring.sandbox.model_runner import _ModelJob, _Sandbox, run_model_bundle
+from scoring.sandbox.uids import POOL_FIRST, POOL_SIZE
 from tests.scoring.model_bundle_fixtures import BAD_BUNDLES, MULTICHOICE_INPUTS, SECRET, SPAN_INPUTS, write_bundle
 
 pytestmark = pytest.mark.needs_bwrap
@@ -76,7 +77,7 @@ def json_text(value):
     seen = json.loads(json.loads(result.predictions_json)["a"]["answer"])
     assert seen["network"] in ("ConnectionRefusedError", "OSError") and seen["bundle"] in ("OSError", "PermissionError")
     assert seen["device"] == "cpu" and seen["keys"] == ["context", "id", "question"]
-    assert seen["uid"] in (65534, __import__("os").getuid())
+    assert POOL_FIRST <= seen["uid"] < POOL_FIRST + POOL_SIZE or seen["uid"] == __import__("os").getuid() != 0
 
 
 def test_a_run_over_its_wall_clock_budget_is_a_timeout(tmp_path):
