@@ -19,15 +19,24 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-import shutil
 import struct
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from scoring.sandbox.errors import InvalidCode
 from scoring.sandbox.layout import MODEL_ENTRY_FILE
-from scoring.sandbox.upload_check import MAX_MODULE_BYTES, check_sources, zip_members
+from scoring.sandbox.upload_check import (
+    HEAD_BYTES,
+    MAX_MODULE_BYTES,
+    ZIP_TAIL_BYTES,
+    check_sources,
+    loadable_kind,
+    zip_directory_start,
+    zip_members,
+    zip_module_names,
+)
 
 DEFAULT_BUNDLE_MAX_BYTES = 2 * 2**30      # a task's bundle limit when it names none
 # What the members may hold together: BUNDLE_EXPANSION x the bundle's own size (weights hardly
@@ -37,6 +46,10 @@ BUNDLE_EXPANSION = 20
 MIN_UNPACKED_ALLOWANCE = 16 * 2**20
 DEFAULT_MAX_UNPACKED_BYTES = 4 * 2**30
 COPY_CHUNK = 1 << 20  # the most one read of a member inflates
+# A member that is a zip archive (torch.save writes one) is read a second time only from its
+# central directory on, to list what zipimport would import from it; a longer directory than
+# this is refused rather than read.
+MAX_NESTED_DIRECTORY_BYTES = 64 * 2**20
 
 
 class BundleRefused(InvalidCode):
@@ -149,9 +162,16 @@ def _checked(path: Path, max_bytes: int, max_unpacked_bytes: int,
             raise
         except InvalidCode as error:
             raise BundleRefused("invalid_bundle", str(error)) from None
-        if destination is not None:
-            for member, info in members.items():
-                _unpack(archive, info, destination / PurePosixPath(member))
+        # Every other member is read (and, at run time, unpacked) once, its first and last
+        # bytes kept: nothing a loader could run may hide in a file of any name.
+        for member, info in members.items():
+            scan = _MemberScan()
+            if destination is not None:
+                _unpack(archive, info, destination / PurePosixPath(member), scan)
+            elif not member.endswith(".py"):
+                _stream(archive, info, scan.feed)
+            if not member.endswith(".py"):
+                _check_content(archive, info, scan)
     files = {member: info.file_size for member, info in members.items()}
     return BundleManifest(files=files, unpacked_bytes=sum(files.values()), sha256=bundle_sha256(path),
                           size=size)
@@ -186,14 +206,79 @@ def _make_dirs(directory: Path) -> None:
         folder.chmod(0o755)
 
 
-def _unpack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> None:
-    """Stream one member to ``target``: ``zipfile`` inflates at most ``COPY_CHUNK`` per read,
-    stops at the declared size and checks the CRC at the end."""
+class _MemberScan:
+    """The first ``HEAD_BYTES`` and the last ``ZIP_TAIL_BYTES`` of a member, kept as it streams."""
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.tail = b""
+        self.size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self.head) < HEAD_BYTES:
+            self.head += chunk[:HEAD_BYTES - len(self.head)]
+        self.tail = chunk[-ZIP_TAIL_BYTES:] if len(chunk) >= ZIP_TAIL_BYTES else (self.tail + chunk)[-ZIP_TAIL_BYTES:]
+        self.size += len(chunk)
+
+
+def _stream(archive: zipfile.ZipFile, info: zipfile.ZipInfo, consume: Callable[[bytes], None]) -> None:
+    """Inflate one member ``COPY_CHUNK`` at a time into ``consume``."""
+    try:
+        with archive.open(info) as member:
+            while chunk := member.read(COPY_CHUNK):
+                consume(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
+        raise BundleRefused("invalid_bundle", f"zip entry {info.filename!r} cannot be read ({error})") from None
+
+
+def _check_content(archive: zipfile.ZipFile, info: zipfile.ZipInfo, scan: _MemberScan) -> None:
+    """Refuse a member a loader could run whatever its name: native code, bytecode, or a zip
+    archive listing modules zipimport would import (a zip of weights alone, as torch.save
+    writes, is data)."""
+    name = info.filename
+    kind = loadable_kind(scan.head)
+    if kind:
+        raise BundleRefused("invalid_bundle", f"zip entry {name!r} is {kind}, which is refused whatever the "
+                                              "file's name: the code that runs must be the source that was checked")
+    start = zip_directory_start(scan.tail, scan.size)
+    if start is None:
+        return
+    tail_start = scan.size - len(scan.tail)
+    if start >= tail_start:
+        directory = scan.tail[start - tail_start:]
+    elif scan.size - start > MAX_NESTED_DIRECTORY_BYTES:
+        raise BundleRefused("invalid_bundle", f"zip entry {name!r} is a zip archive whose directory is over "
+                                              f"{MAX_NESTED_DIRECTORY_BYTES} bytes")
+    else:
+        kept: list[bytes] = []
+        offset = 0
+
+        def keep(chunk: bytes) -> None:
+            nonlocal offset
+            if offset + len(chunk) > start:
+                kept.append(chunk[max(0, start - offset):])
+            offset += len(chunk)
+
+        _stream(archive, info, keep)
+        directory = b"".join(kept)
+    modules = zip_module_names(directory)
+    if modules:
+        shown = ", ".join(repr(module) for module in modules[:3]) + (", ..." if len(modules) > 3 else "")
+        raise BundleRefused("invalid_bundle", f"zip entry {name!r} is a zip archive holding Python modules "
+                                              f"({shown}); zipimport would import them unchecked, so archives "
+                                              "of code inside the bundle are refused")
+
+
+def _unpack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, scan: _MemberScan) -> None:
+    """Stream one member to ``target`` (``scan`` sees every chunk): ``zipfile`` inflates at most
+    ``COPY_CHUNK`` per read, stops at the declared size and checks the CRC at the end."""
     _make_dirs(target.parent)
     written = 0
     try:
         with archive.open(info) as member, open(target, "xb") as out:
-            shutil.copyfileobj(member, out, COPY_CHUNK)
+            while chunk := member.read(COPY_CHUNK):
+                scan.feed(chunk)
+                out.write(chunk)
             written = out.tell()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
         raise BundleRefused("invalid_bundle", f"zip entry {info.filename!r} cannot be unpacked ({error})") from None

@@ -25,16 +25,19 @@ lands in the (capped) stderr buffer instead of corrupting the protocol.
 """
 from __future__ import annotations
 
+import codecs
 import ctypes
 import ctypes.util
 import importlib
 import importlib.machinery
 import inspect
+import io
 import json
 import numbers
 import os
 import sys
 import time
+import tokenize
 import traceback
 
 MESSAGE_CHARS = 1000
@@ -261,10 +264,17 @@ def reap_children() -> None:
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     """Loads a submitted module from its .py source, always: never from a ``__pycache__`` entry
-    (an unchecked-hash .pyc there would run instead of the source that was validated)."""
+    (an unchecked-hash .pyc there would run instead of the source that was validated), and only
+    as UTF-8 (a ``# coding:`` declaration of another encoding, which the upload check refuses,
+    would make Python run other text than the check read)."""
 
     def get_code(self, fullname):
-        return self.source_to_code(self.get_data(self.path), self.path)
+        data = self.get_data(self.path)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+            raise ImportError(f"{self.path} declares the source encoding {encoding!r}; only UTF-8 "
+                              "source is run", name=fullname, path=self.path)
+        return self.source_to_code(data, self.path)
 
 
 def add_code_dir(code_dir: str) -> None:

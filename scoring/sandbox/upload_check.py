@@ -14,14 +14,17 @@ and nesting is measured before the parser sees it."""
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import re
 import struct
 import sys
 import threading
+import tokenize
 import zipfile
 import zlib
 from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES
+from importlib.util import MAGIC_NUMBER
 from pathlib import PurePosixPath
 from typing import Callable, Iterable
 
@@ -57,6 +60,22 @@ MAX_PATH_BYTES = 1024
 NOT_SOURCE_SUFFIXES = tuple(sorted({*BYTECODE_SUFFIXES, ".pyc", ".pyo", *EXTENSION_SUFFIXES,
                                     ".so", ".pyd", ".dylib", ".dll"}))
 PYCACHE = "__pycache__"
+# What a loader could run from a file whatever its name: native code (ctypes loads any ELF
+# file), this Python's bytecode (a SourcelessFileLoader takes any path) and zip archives
+# (zipimport opens any file whose last 64 KiB + 22 bytes hold an end-of-archive record, a
+# prefix of other bytes allowed, and imports the .py and .pyc files listed in it, unchecked).
+# Members are judged by their first HEAD_BYTES and last ZIP_TAIL_BYTES.
+HEAD_BYTES = 4096
+ZIP_TAIL_BYTES = 0xFFFF + 22  # the longest zip comment plus the end-of-archive record
+ZIP_START_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+ZIP_END_SIGNATURE = b"PK\x05\x06"
+ZIP_ENTRY_SIGNATURE = b"PK\x01\x02"
+ZIP_MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw")
+MACH_O_MAGICS = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
+                 b"\xca\xfe\xba\xbe")
+# Encodings a source file may declare (PEP 263): Python decodes a file by its declaration, the
+# check must read the same text. Any other (utf-7 can hide a line inside a comment) is refused.
+SOURCE_ENCODINGS = ("utf-8", "utf-8-sig")
 # Top-level names a submission may not use: the jail's runtime (the trusted ``scoring`` copy and
 # the child program) and the standard library. The child puts the submission's directory after
 # every trusted path, so such a module of the submission would never be imported: refusing it
@@ -124,12 +143,26 @@ def _check_nesting(source: bytes, name: str) -> None:
                                   f"than {MAX_NESTING_DEPTH} levels deep; the limit is {MAX_NESTING_DEPTH}")
 
 
+def _check_declared_encoding(source: bytes, name: str) -> None:
+    """Refuse a coding declaration other than UTF-8: Python decodes the file as it declares,
+    and the check, which reads UTF-8, would see other text than what runs."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as error:  # an unknown encoding, or a BOM with another declaration
+        raise InvalidCode(f"{name}: {error}; only UTF-8 source is accepted") from None
+    if codecs.lookup(encoding).name not in SOURCE_ENCODINGS:
+        raise InvalidCode(f"{name}: declares the source encoding {encoding!r} (a `# coding:` line); only "
+                          "UTF-8 source is accepted, since Python would run the file decoded otherwise than "
+                          "it was checked")
+
+
 def _parse_module(source: bytes, name: str) -> ast.Module:
     try:
         text = source.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidCode(f"{name}: not UTF-8 text (invalid byte at line "
                           f"{_line_of(source, error.start)})") from None
+    _check_declared_encoding(source, name)
     _check_nesting(source, name)
     try:
         return ast.parse(text, filename=name)
@@ -291,6 +324,66 @@ def _check_is_source(raw: str, path: PurePosixPath) -> None:
                           "source only (the installed packages are available)")
 
 
+def loadable_kind(head: bytes) -> str | None:
+    """What a loader could run from a file beginning with ``head`` (its first HEAD_BYTES): native
+    code or this Python's bytecode, whatever the file's name; None for anything else."""
+    if head.startswith(b"\x7fELF"):
+        return "an ELF executable or shared library (native code)"
+    if head[:4] in MACH_O_MAGICS:
+        return "a Mach-O binary (native code)"
+    if head.startswith(b"MZ") and len(head) >= 64:
+        header = int.from_bytes(head[60:64], "little")
+        if head[header:header + 4] == b"PE\0\0":
+            return "a Windows executable or DLL (native code)"
+    if head.startswith(MAGIC_NUMBER):
+        return "compiled Python bytecode"
+    return None
+
+
+def zip_directory_start(tail: bytes, size: int) -> int | None:
+    """Where the central directory zipimport would read begins (an offset in the file), given
+    the file's last ``ZIP_TAIL_BYTES`` (``tail``) and its ``size``; None when zipimport would find
+    no usable end-of-archive record. Follows zipimport: the record at the very end, else the
+    last one in the tail, a prefix before the archive allowed."""
+    if len(tail) >= 22 and tail[-22:-18] == ZIP_END_SIGNATURE:
+        position = len(tail) - 22
+    else:
+        position = tail.rfind(ZIP_END_SIGNATURE)
+        if position < 0 or len(tail) - position < 22:
+            return None
+    directory_size, directory_offset = struct.unpack_from("<II", tail, position + 12)
+    end = size - len(tail) + position
+    if end < directory_size or end < directory_offset or end - directory_size < directory_offset:
+        return None
+    return end - directory_size
+
+
+def zip_module_names(directory: bytes) -> list[str]:
+    """The names in a zip's central directory (``directory``: its bytes from the first entry on,
+    read as zipimport reads them, entry after entry) that zipimport would import: ``.py`` and
+    ``.pyc`` files (``ZIP_MODULE_SUFFIXES``)."""
+    names, offset = [], 0
+    while directory[offset:offset + 4] == ZIP_ENTRY_SIGNATURE and offset + 46 <= len(directory):
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", directory, offset + 28)
+        name = directory[offset + 46:offset + 46 + name_length].decode("utf-8", "replace")
+        if name.lower().endswith(ZIP_MODULE_SUFFIXES):
+            names.append(name)
+        offset += 46 + name_length + extra_length + comment_length
+    return names
+
+
+def _check_content(raw: str, data: bytes) -> None:
+    """A member that is not Python source must not be anything a loader could run: native code,
+    bytecode, or a zip archive (zipimport would import from it what was never checked)."""
+    kind = loadable_kind(data[:HEAD_BYTES])
+    if kind:
+        raise InvalidCode(f"zip entry {raw!r} is {kind}, which is refused whatever the file's name: "
+                          "the code that runs must be the source that was checked")
+    if data.startswith(ZIP_START_SIGNATURES) or zip_directory_start(data[-ZIP_TAIL_BYTES:], len(data)) is not None:
+        raise InvalidCode(f"zip entry {raw!r} is a zip archive; archives inside the zip are refused "
+                          "(Python can import modules from a zip, and those were never checked)")
+
+
 def _check_file_folder_clashes(paths: dict[str, zipfile.ZipInfo]) -> None:
     """A file whose path is also a folder of another entry cannot be unpacked (nor a folder
     named like a file): refuse it here rather than when the run unpacks it."""
@@ -417,7 +510,11 @@ def read_zip(source: bytes, max_bytes: int) -> tuple[dict[str, bytes], str]:
     with archive:
         members = _zip_members(archive, max_bytes)
     entry = _zip_entry(members)
-    return {path: _inflate(source, info) for path, info in members.items()}, entry
+    files = {path: _inflate(source, info) for path, info in members.items()}
+    for path, data in sorted(files.items()):
+        if not path.endswith(".py"):
+            _check_content(path, data)
+    return files, entry
 
 
 def _module_name(filename: str) -> str:
