@@ -2,13 +2,18 @@
 the upload check"). Eight of them at once, against the real gunicorn (two sync workers) of the
 embedded stack, while an anonymous visitor loads a task board: each upload is refused with a
 400 naming the limit (never a 500, never a killed worker), nothing is stored, no quota is
-used, and the board answers within 2 s throughout. Before the limits, one of these uploads
-held a web worker for 31 s of parsing and another inflated 950 MB in it."""
+used, the board answers every time, and the eight refusals together cost the web tier a few
+CPU seconds. Before the limits, one of these uploads held a web worker for 31 s of parsing
+and another inflated 950 MB in it. The cost is measured in CPU time, not by the clock: how
+long a board takes to come back depends on how busy the machine is, what the uploads make the
+web workers compute does not."""
+import os
 import struct
 import threading
 import time
 import zipfile
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.needs_bwrap]
 
 QUACKIE_FIXTURE = REPO / "tests" / "fixtures" / "quackie" / "squad_v2_small.json"
 BOARD = "/tasks/expmrc-squad/"
-BOARD_SECONDS = 2.0
+UPLOADS_CPU_SECONDS = 10.0  # the eight refusals together, board requests left out
 HONEST = b"def interpret(model, question, context, sentences):\n    return [float(len(s)) for s in sentences]\n"
 
 
@@ -94,6 +99,20 @@ def timed_get(stack, path):
     return status, time.monotonic() - started
 
 
+def web_cpu_seconds(stack):
+    """CPU seconds used so far by the web tier: gunicorn's process group (the master, its live
+    workers, and through the master's reaped-children counters any worker that ended)."""
+    group, ticks = stack.procs["web"].pid, 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[2]) == group:  # pgrp; then utime, stime, cutime, cstime
+            ticks += sum(int(value) for value in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def stored_uploads(stack):
     folder = stack.root / "var" / "media" / "submissions"
     return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
@@ -107,6 +126,10 @@ def test_eight_hostile_uploads_at_once_leave_the_board_responsive(embedded_stack
     files_before = stored_uploads(embedded_stack)
     web_log_start = len(embedded_stack.log_text("web"))
     assert timed_get(embedded_stack, BOARD)[0] == 200  # warm: the visitor's first view is not measured
+    spent = web_cpu_seconds(embedded_stack)
+    assert all(timed_get(embedded_stack, BOARD)[0] == 200 for _ in range(20))
+    per_board = (web_cpu_seconds(embedded_stack) - spent) / 20
+    spent = web_cpu_seconds(embedded_stack)
 
     hostile = attacks()
     answers: dict[str, tuple[int, dict]] = {}
@@ -128,15 +151,17 @@ def test_eight_hostile_uploads_at_once_leave_the_board_responsive(embedded_stack
     board = []
     while any(thread.is_alive() for thread in threads) or not board:
         board.append(timed_get(embedded_stack, BOARD))
+        time.sleep(0.05)  # a visitor's pace: the board's own CPU stays small beside the uploads'
     for thread in threads:
         thread.join(timeout=60)
 
+    uploads_cpu = web_cpu_seconds(embedded_stack) - spent - len(board) * per_board
     assert all(status == 200 for status, _ in board), board
-    slowest = max(seconds for _, seconds in board)
-    print(f"\nboard during 8 hostile uploads: {len(board)} requests, slowest {slowest:.3f} s "
+    print(f"\nboard during 8 hostile uploads: {len(board)} requests, slowest {max(s for _, s in board):.3f} s "
           f"({', '.join(f'{seconds:.2f}' for _, seconds in board)}); uploads answered after "
-          + ", ".join(f"{name}: {seconds:.2f} s" for name, seconds in upload_seconds.items()))
-    assert slowest < BOARD_SECONDS, board
+          + ", ".join(f"{name}: {seconds:.2f} s" for name, seconds in upload_seconds.items())
+          + f"; the web tier's CPU for the uploads {uploads_cpu:.2f} s (a board request {per_board:.3f} s)")
+    assert uploads_cpu < UPLOADS_CPU_SECONDS, board
     for name, _, _, phrase in hostile:
         status, body = answers[name]
         assert status == 400, (name, status, body)
