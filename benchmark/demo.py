@@ -117,7 +117,8 @@ def add_quackie_demo_track(interpretation_sets: list[tuple[InterpretationSet, bo
     model_dir = quackie_tracks.demo_model_dir()
     if not (model_dir / "config.json").exists():
         squad = Path(settings.SHARED_DATA_DIR) / "expmrc" / "expmrc-squad-dev.json"
-        log("quackie: no demo classifier yet, so no demo track. Train one (about 10 minutes on 2 cores) with:\n"
+        log("quackie: no demo classifier yet, so no demo track. `QUACKIE_MODELS=1 bash scripts/run.sh` trains one "
+            "in the background and adds the track; or train one with:\n"
             f"  python manage.py train_answerability_classifier --data {squad} --out {model_dir}\n"
             "  then run load_demo again")
         return

@@ -31,8 +31,16 @@ case "${1:-}" in
   train)
     # shellcheck disable=SC1091
     [ -n "${USE_ACTIVE_ENV:-}" ] || source .venv/bin/activate
-    out=$(python manage.py shell -c "from benchmark.quackie_tracks import demo_model_dir; print(demo_model_dir())")
-    data=$(python manage.py shell -c "from django.conf import settings; print(settings.SHARED_DATA_DIR)")/expmrc/expmrc-squad-dev.json
+    # Where the settings put the demo classifier and the shared data (nothing else printed).
+    paths=$(python -c "import django, os
+os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')
+django.setup()
+from django.conf import settings
+from benchmark.quackie_tracks import demo_model_dir
+print(demo_model_dir())
+print(settings.SHARED_DATA_DIR / 'expmrc' / 'expmrc-squad-dev.json')")
+    out=$(sed -n 1p <<< "$paths")
+    data=$(sed -n 2p <<< "$paths")
     if [ -f "$out/config.json" ]; then
       stage "demo classifier already trained ($out)"
     elif [ ! -f "$data" ]; then
