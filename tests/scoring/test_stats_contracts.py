@@ -83,3 +83,14 @@ def test_column_cis_resample_each_column_over_its_defined_items_on_the_board_sca
 def test_column_cis_give_none_for_an_interval_that_overflows():
     cis = stats.column_cis(["huge", "fine"], [(1e307, 0.5), (1e307, 0.7), (1e300, 0.6)], n_resamples=50)
     assert cis["huge"] is None and cis["fine"] is not None
+
+
+def test_an_interval_whose_resampled_means_overflow_is_undefined():
+    """The sample's own mean is finite, some resampled means are not: no interval, not a wrong one."""
+    with pytest.warns(RuntimeWarning):
+        assert all(math.isnan(bound) for bound in stats.bootstrap_ci([1.7e308, 0.0, 0.3], n_resamples=200))
+
+
+def test_the_second_paired_entry_is_checked_too():
+    with refused("paired_test expects a flat sequence of numbers"):
+        stats.paired_test([0.1, 0.2], [[0.1, 0.2]])
