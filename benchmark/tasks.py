@@ -1,6 +1,7 @@
 """Celery entry points of the catalogue's background jobs: claim, call, store (core.jobs)."""
 import logging
 import os
+import time
 
 from celery import shared_task
 
@@ -50,6 +51,9 @@ def compute_track_inclusion(track_id: int) -> str:
     attempt = quackie_tracks.claim_inclusion(track_id)
     if attempt is None:
         return "skipped"  # done already (e.g. by `manage.py create_track --now`) or taken by another run
+    # Fault-injection hook of the queue-separation test: holds the claimed job as a long model
+    # job would (a real track's inclusion run takes minutes). Unset in normal operation.
+    time.sleep(float(os.environ.get("EXPBENCH_TEST_MODELS_DELAY", "0") or 0))
     track = Track.objects.select_related("task", "hosted_model", "interpretation_set").get(pk=track_id)
     try:
         included = quackie_tracks.compute_inclusion(track, attempt=attempt)
