@@ -413,3 +413,16 @@ def test_the_history_says_what_a_new_score_was_computed_for(previous, test_set, 
     target = SimpleNamespace(version=test_set[0], pk=test_set[1], change_note=test_set[2])
     assert lifecycle.score_change_reason(record, target, scorer) == reason
     assert lifecycle.score_change_reason(None, target, scorer) == "first score"
+
+
+def test_a_note_joins_the_history_reason_whole_within_its_300_characters(task):
+    run = lifecycle.start_run(upload(task).pk)
+    assert lifecycle.store_scores(run, scores={"overall_f1": 0.5}, ci={}, item_scores=[], total=3, unanswered=0,
+                                  scorer_version="t", note="2 predictions ignored")
+    assert last_record(run.pk).reason == "first score; 2 predictions ignored"
+    other = lifecycle.start_run(upload(task, make_user("bob")).pk)
+    long_note = "n" * 295
+    assert lifecycle.store_scores(other, scores={"overall_f1": 0.5}, ci={}, item_scores=[], total=3, unanswered=0,
+                                  scorer_version="t", note=long_note)
+    reason = last_record(other.pk).reason
+    assert reason == "fi…; " + long_note and len(reason) == 300
