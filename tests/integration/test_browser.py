@@ -3,6 +3,7 @@ submission, waits on the status page and finds the entry on the leaderboard."""
 import contextlib
 import shutil
 import tempfile
+from urllib.request import urlopen
 
 import pytest
 
@@ -47,6 +48,9 @@ def test_signup_upload_status_leaderboard(embedded_stack, browser, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(b'{"not-a-question": {"answer": "x", "evidence": "y"}}')
     url = embedded_stack.url
+    # Until the workers have stored every board, the home page says "being computed" and
+    # reloads itself, which would take the one-time welcome message away before it is read.
+    wait_until(lambda: "being computed" not in urlopen(url + "/", timeout=30).read().decode(), "every board stored")
 
     page = browser.new_page()
     page.set_default_timeout(30_000)
