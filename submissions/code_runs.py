@@ -28,6 +28,15 @@ def claim_and_run(submission_id: int) -> str:
     """What the sandbox worker does with a message: claim the code submission, run it in the
     sandbox, score and store. Returns the status it ends in, "skipped", or "gave way" when
     another user's run goes first (``lifecycle.gives_way``: its message comes again shortly)."""
+    return claim_and_run_sandboxed(submission_id, run, "code submission", "The sandbox runner failed")
+
+
+def claim_and_run_sandboxed(submission_id: int, run: Callable[[Submission, Heartbeat | None], bool], what: str,
+                            failure: str) -> str:
+    """The sandbox queue's protocol for any run (code, model): give way to another user's first
+    run, claim, ``run`` under a lease renewed by time, and fail the run as the platform's fault
+    (``failure``, refunded) if ``run`` raises. Only the exception's type is logged: a message could
+    quote what the sandbox saw."""
     if lifecycle.gives_way(submission_id) and lifecycle.give_way(submission_id):
         return "gave way"
     submission = lifecycle.start_run(submission_id)
@@ -37,9 +46,8 @@ def claim_and_run(submission_id: int) -> str:
         with lifecycle.lease_renewal(submission) as lease:
             run(submission, lease)
     except Exception as exc:
-        log.error("code submission %s: runner raised %s", submission_id, type(exc).__name__)
-        lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR,
-                           "The sandbox runner failed; the maintainers have been told.")
+        log.error("%s %s: runner raised %s", what, submission_id, type(exc).__name__)
+        lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, f"{failure}; the maintainers have been told.")
     return submission.status
 
 

@@ -21,7 +21,7 @@ from scoring.sandbox.model_runner import run_model_bundle
 from scoring.strict_json import InvalidPredictions
 
 from . import lifecycle
-from .code_runs import LeaseKeeper, LeaseLost
+from .code_runs import LeaseKeeper, LeaseLost, claim_and_run_sandboxed
 from .models import ErrorCategory, Submission
 from .runs import confidence_intervals
 from .scorers import current_scorer_version
@@ -36,20 +36,7 @@ def claim_and_run(submission_id: int) -> str:
     """What the sandbox worker does with a model submission's message: claim it (giving way to
     another user's first run, like code runs), run it, score and store. Returns the status it
     ends in, "skipped" or "gave way"."""
-    if lifecycle.gives_way(submission_id) and lifecycle.give_way(submission_id):
-        return "gave way"
-    submission = lifecycle.start_run(submission_id)
-    if submission is None:
-        return "skipped"
-    try:
-        with lifecycle.lease_renewal(submission) as lease:
-            run(submission, lease)
-    except Exception as exc:
-        # Only the type: a message could quote the test inputs.
-        log.error("model submission %s: runner raised %s", submission_id, type(exc).__name__)
-        lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR,
-                           "The model runner failed; the maintainers have been told.")
-    return submission.status
+    return claim_and_run_sandboxed(submission_id, run, "model submission", "The model runner failed")
 
 
 def model_budget(task: Task) -> dict[str, int]:
