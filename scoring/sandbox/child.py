@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import codecs
 import ctypes
-import ctypes.util
 import importlib
 import importlib.machinery
-import inspect
 import io
 import json
 import numbers
@@ -90,6 +88,17 @@ class _ArgCmp(ctypes.Structure):
                 ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
 
 
+def load_libseccomp() -> ctypes.CDLL:
+    """The soname first: the jail has no /etc/ld.so.cache, so ``find_library`` would run
+    ldconfig, gcc and ld there (tens of milliseconds of every sandboxed run's start-up) before
+    failing; it stays as the fallback for systems that name the library otherwise."""
+    try:
+        return ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        from ctypes.util import find_library  # noqa: PLC0415  (subprocess, shutil: 15 ms, fallback only)
+        return ctypes.CDLL(find_library("seccomp") or "libseccomp.so", use_errno=True)
+
+
 def install_seccomp() -> str:
     """Install the deny-list filter through libseccomp (ctypes; no Python package needed).
 
@@ -99,9 +108,8 @@ def install_seccomp() -> str:
     are written for native numbers. Returns ``""`` on success, else why not (the sandbox then
     relies on its other layers).
     """
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
-        lib = ctypes.CDLL(name, use_errno=True)
+        lib = load_libseccomp()
     except OSError as error:
         return f"libseccomp not loadable ({error})"
     lib.seccomp_init.restype = ctypes.c_void_p
@@ -242,6 +250,8 @@ def as_score_list(result):
 
 
 def accepts_sentences(function) -> bool:
+    # inspect (5 ms at start-up) only for interpreter samples, never in a model run
+    import inspect  # noqa: PLC0415
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
