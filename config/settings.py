@@ -92,6 +92,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language (chooser cookie, else Accept-Language); English for the API and downloads.
+    "config.locale.PageLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -231,7 +233,11 @@ if _site.scheme not in ("http", "https") or not _site.hostname or _site.path or 
     raise ImproperlyConfigured(f"SITE_URL must look like https://expbench.example.org (scheme and host, "
                                f"optionally a port, no path), not {SITE_URL!r}")
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The pages' languages (the API and the downloads stay in English: config/locale.py). Dates and
+# numbers on pages follow the language's formats; scores are formatted by the score filter.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -5,6 +5,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
@@ -91,6 +93,10 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
+    # The language chooser posts here (Django's set_language: the choice in a cookie, then back to
+    # the page). No CSRF token: pages for anonymous readers are stored and shared, so they carry
+    # none, and a forged post could only change the language a browser reads pages in.
+    path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("submissions/", include("submissions.urls")),
     path("tasks/<slug:slug>/submit/", submit, name="task-submit"),
     path("", include("benchmark.urls")),

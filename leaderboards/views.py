@@ -7,6 +7,7 @@ from django.contrib.messages import get_messages
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import get_language
 
 from benchmark.cues import public_cue_table
 from benchmark.models import Benchmark, Task, TestSet, Visibility
@@ -49,7 +50,8 @@ def conditional_page(request: HttpRequest, parts: Sequence[object], render_page:
     cache. A page carrying a one-time message is always rendered, without an ETag."""
     if len(get_messages(request)):
         return render_page()
-    etag = strong_etag(RELEASE, viewer(request), *parts)
+    # The page's language is part of its bytes: each language has its own ETag and stored copy.
+    etag = strong_etag(RELEASE, viewer(request), get_language(), *parts)
     answer = unchanged(request, etag, private=True)
     if answer is not None:
         return answer
