@@ -57,9 +57,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
-from nltk.tokenize import sent_tokenize
 
-import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
 from scoring.analysis.question_types import (
     OTHER,
     SMALL_GROUPS,
@@ -69,6 +67,7 @@ from scoring.analysis.question_types import (
     value_bin,
 )
 from scoring.disclosure import coarsen_groups
+from scoring.tokenization import sent_tokenize  # the vendored Punkt model, NLTK's tokenizers only
 
 DEFAULT_BIN_WIDTHS = {
     "passage_length": 50,

@@ -68,12 +68,9 @@ def split_sentences(context: str) -> list[str]:
 
     NLTK is imported on first use (scoring alone never needs it); importing
     :mod:`scoring.tokenization` puts the vendored model first on ``nltk.data.path``."""
-    # NLTK loads on first use only: scoring a score file never needs it.
-    import nltk  # noqa: PLC0415
+    from scoring.tokenization import sent_tokenize  # noqa: PLC0415  (NLTK: scoring a score file never needs it)
 
-    import scoring.tokenization  # noqa: F401, PLC0415
-
-    return nltk.sent_tokenize(context, language="english")
+    return sent_tokenize(context, language="english")
 
 
 def find_answer_sentence(sentences: Sequence[str], answer_start: int) -> int:

@@ -7,11 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nltk.tokenize import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktTokenizer
-
-import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model first on nltk.data.path)
 from scoring.analysis.skills.catalogue import EN
+from scoring.tokenization import NLTKWordTokenizer, PunktTokenizer  # vendored Punkt, tokenizers only
 
 _PUNKT = PunktTokenizer("english")
 _WORDS = NLTKWordTokenizer()
