@@ -7,8 +7,9 @@ Data: the 501 questions of the ExpMRC SQuAD dev set (../shared/data/expmrc) when
 synthetic and seeded (~80% correct, with mild per-type differences so the p-value is neither
 ~0 nor ~1 and the Monte Carlo comparison means something).
 
-All sides compute Luo (2022)'s statistic, TVD = 1/2 sum_i |acc_i - acc_all| over question types,
-and decide "significant" when p < 0.05 / 3 (the report's Bonferroni threshold over its three
+All sides compute the size-weighted TVD the report decides with, 1/2 sum_i (n_i / N) |acc_i - acc_all|
+over question types (ours computes Luo's (2022) unweighted TVD beside it from the same draws), and
+decide "significant" when p < 0.05 / 3 (the report's Bonferroni threshold over its three
 categorical tests), with a budget of --resamples resamples:
   - ours: categorical_test, sequential (the default): multivariate hypergeometric counts in looks
     of 1,000, 2,000, 4,000, ... draws, stopping once the decision is settled (at most 0.001
@@ -155,7 +156,7 @@ def main() -> None:
     def tvd(outcome, axis):
         # outcome: (..., items) batch of permuted correctness vectors
         accuracy = np.moveaxis(outcome, axis, -1) @ one_hot / sizes
-        return 0.5 * np.abs(accuracy - overall).sum(axis=-1)
+        return 0.5 * (np.abs(accuracy - overall) * sizes).sum(axis=-1) / sizes.sum()
 
     scipy_seconds, reference = timed(lambda: stats.permutation_test(
         (correct.astype(float),), tvd, permutation_type="pairings", vectorized=True, n_resamples=resamples,
@@ -166,7 +167,7 @@ def main() -> None:
 
     def plain_numpy() -> float:
         counts = np.random.default_rng(SEED + 2).multivariate_hypergeometric(int_sizes, total_correct, size=resamples)
-        null = 0.5 * np.abs(counts / int_sizes - overall).sum(axis=1)
+        null = 0.5 * np.abs(counts - int_sizes * overall).sum(axis=1) / int_sizes.sum()
         return (1 + np.count_nonzero(null >= observed - 1e-12)) / (1 + resamples)
 
     numpy_seconds, p_numpy = timed(plain_numpy, repeats)

@@ -17,8 +17,11 @@ HAND_CORRECT = [1, 0, 1, 1, 0, 0, 1, 0]
 
 def test_tvd_by_hand():
     result = categorical_test(HAND_GROUPS, HAND_CORRECT, n_permutations=100)
-    # 1/2 (|0.5 - 0.5| + |1.0 - 0.5| + |0.25 - 0.5|) = 0.375
-    assert result["statistic"] == pytest.approx(0.375)
+    # As published (Luo 2022): 1/2 (|0.5 - 0.5| + |1.0 - 0.5| + |0.25 - 0.5|) = 0.375
+    assert result["statistic_published"] == pytest.approx(0.375)
+    # Size-weighted: 1/2 (2/8 |0.5 - 0.5| + 2/8 |1.0 - 0.5| + 4/8 |0.25 - 0.5|) = 0.125
+    assert result["statistic"] == pytest.approx(0.125)
+    assert result["statistic_name"] == "size-weighted TVD"
     assert result["groups"] == {
         "a": {"n": 2, "correct": 1, "accuracy": 0.5},
         "b": {"n": 2, "correct": 2, "accuracy": 1.0},
@@ -60,6 +63,7 @@ def test_degenerate_inputs_give_p_one():
     for correct in ([1] * 8, [0] * 8):
         result = categorical_test(HAND_GROUPS, correct, n_permutations=50)
         assert result["statistic"] == 0.0 and result["p_value"] == 1.0
+        assert result["statistic_published"] == 0.0 and result["p_value_published"] == 1.0
         tests = one_vs_rest_tests(HAND_GROUPS, correct, min_items=2, n_permutations=50)["tests"]
         assert [test["p_value"] for test in tests] == [1.0, 1.0, 1.0]
     single = categorical_test(["what"] * 5, [1, 0, 1, 0, 0], n_permutations=50)
@@ -106,6 +110,10 @@ def tvd(counts, sizes, overall):
     return 0.5 * np.abs(counts / sizes - overall).sum(axis=1)
 
 
+def weighted_tvd(counts, sizes, overall):
+    return 0.5 * (np.abs(counts / sizes - overall) * sizes).sum(axis=1) / sizes.sum()
+
+
 def assert_close_p(ours, reference, n_permutations):
     # Two independent Monte Carlo estimates: standard error of their difference.
     error = math.sqrt(2 * reference * (1 - reference) / n_permutations) + 2 / n_permutations
@@ -116,12 +124,13 @@ def assert_close_p(ours, reference, n_permutations):
 def test_categorical_matches_row_shuffling(seed):
     groups, correct = synthetic(30, seed=seed, accuracies=(0.4, 0.6, 0.7))
     n = 20_000
-    null, observed = row_shuffling_null(groups, correct, tvd, n, seed=99)
-    reference = np.mean(null >= observed - 1e-12)
     result = categorical_test(groups, correct, n_permutations=n, seed=seed, sequential=False)
-    assert result["statistic"] == pytest.approx(observed)
-    assert 0.01 < reference < 0.99  # a p-value where Monte Carlo error is visible
-    assert_close_p(result["p_value"], reference, n)
+    for statistic, key in ((weighted_tvd, ""), (tvd, "_published")):
+        null, observed = row_shuffling_null(groups, correct, statistic, n, seed=99)
+        reference = np.mean(null >= observed - 1e-12)
+        assert result[f"statistic{key}"] == pytest.approx(observed)
+        assert 0.01 < reference < 0.99  # a p-value where Monte Carlo error is visible
+        assert_close_p(result[f"p_value{key}"], reference, n)
 
 
 def test_one_vs_rest_matches_row_shuffling_and_the_exact_hypergeometric_tail():
