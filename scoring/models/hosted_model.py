@@ -56,10 +56,20 @@ KINDS = ("classification", "qa")
 NETWORK_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 MAX_TOKENS = 512
 # The official baselines ran with --batch_size 2; a QA model's unmasked padding makes its
-# numbers depend on the batch, so QA models default to it. A classifier masks its padding:
-# any batch size gives the same numbers, a larger one is faster.
+# numbers depend on the batch, so QA models keep it on every device. A classifier masks its
+# padding: any batch size gives the same numbers up to float rounding, so each device gets the
+# fastest measured (docs/quackie_models.md, "Batch sizes"): 8 on the CPU (batches of 8 run side
+# by side, one per core), 128 on a GPU (LIME-100 on an H200: 62-95 ms a sample at 8, 47 at 32,
+# 35 at 128, where one batch of 100 perturbations keeps the GPU busy instead of 13 small ones).
 OFFICIAL_QA_BATCH_SIZE = 2
 CLASSIFIER_BATCH_SIZE = 8
+GPU_CLASSIFIER_BATCH_SIZE = 128
+BATCH_SIZES = {
+    ("classification", "cpu"): CLASSIFIER_BATCH_SIZE,
+    ("classification", "cuda"): GPU_CLASSIFIER_BATCH_SIZE,
+    ("qa", "cpu"): OFFICIAL_QA_BATCH_SIZE,
+    ("qa", "cuda"): OFFICIAL_QA_BATCH_SIZE,
+}
 # cpu (the default), cuda, cuda:N, or auto (cuda when torch sees a GPU, else cpu); read by
 # load_hosted_model when no device is passed, so a GPU worker on the models queue opts in by
 # setting it in its environment and everything else stays on the CPU.
@@ -286,8 +296,26 @@ class _EmbeddingsCaptured(Exception):
     """Raised by a forward hook to stop the network once the embeddings module has run."""
 
 
-def default_batch_size(kind: str) -> int:
-    return OFFICIAL_QA_BATCH_SIZE if kind == "qa" else CLASSIFIER_BATCH_SIZE
+def default_batch_size(kind: str, device=None) -> int:
+    """The batch size of ``BATCH_SIZES`` for a model kind on a device (a ``torch.device`` or its
+    name; None = the CPU). A device type not in the table gets the CPU's size."""
+    device_type = torch.device(device).type if device is not None else "cpu"
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    return BATCH_SIZES.get((kind, device_type), BATCH_SIZES[(kind, "cpu")])
+
+
+def device_label(device) -> str:
+    """The device as people read it: ``cpu``, or the GPU's torch name and model name
+    (``cuda:0, NVIDIA H200``): stored with the built-in baseline rows and shown on the board."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return device.type
+    index = device.index if device.index is not None else 0
+    try:
+        return f"cuda:{index}, {torch.cuda.get_device_name(index)}"
+    except (RuntimeError, AssertionError):  # torch without CUDA: the torch name alone
+        return f"cuda:{index}"
 
 
 @contextlib.contextmanager
@@ -377,6 +405,11 @@ class HostedModel:
 
     def __repr__(self) -> str:
         return f"HostedModel(kind={self.kind!r}, path={self.path!r}, runtime={self.runtime!r})"
+
+    @property
+    def device_label(self) -> str:
+        """``cpu`` or, on a GPU, ``cuda:0, NVIDIA H200`` (see :func:`device_label`)."""
+        return device_label(self.device)
 
     # ------------------------------------------------------------------ fast classifier paths
 
@@ -714,7 +747,8 @@ def _p_answer(logits: np.ndarray) -> np.ndarray:
 def load_hosted_model(path, kind: str, *, device=None, batch_size: int | None = None,
                       runtime: str | None = None) -> HostedModel:
     """Load a local model directory as a ``HostedModel`` (never downloads). ``batch_size``
-    defaults to :func:`default_batch_size` (2 for QA models, as the official baselines);
+    defaults to :func:`default_batch_size` for the kind and device (2 for QA models everywhere,
+    as the official baselines; 8 for classifiers on the CPU, 128 on a GPU);
     ``device`` to :func:`choose_device` (the CPU unless ``EXPBENCH_MODEL_DEVICE`` says
     otherwise); ``runtime`` to :func:`choose_runtime` (torch unless ``EXPBENCH_MODEL_RUNTIME``
     says onnxruntime; classifiers only)."""
@@ -736,9 +770,9 @@ def load_hosted_model(path, kind: str, *, device=None, batch_size: int | None = 
     if kind == "classification" and network.config.num_labels != 2:
         raise ModelLoadError(f"{path}: a classification model needs 2 labels, "
                              f"not {network.config.num_labels}")
-    if batch_size is None:
-        batch_size = default_batch_size(kind)
     device = choose_device(device) if not isinstance(device, torch.device) else device
+    if batch_size is None:
+        batch_size = default_batch_size(kind, device)
     return HostedModel(tokenizer, network, kind, device=device, batch_size=batch_size,
                        path=str(path), runtime=runtime)
 

@@ -6,10 +6,15 @@ sentence, higher = more important. Names follow the official ``results.json`` ro
 * ``Random``: a permutation of ``0..n-1`` (no ties), seeded per sample from ``(seed, question)``.
 * ``Gradient_{sum,max}``, ``IntegratedGradients_50_{sum,max}``, ``SmoothGrad_5_{sum,max}``:
   captum ``Saliency`` (abs), ``IntegratedGradients`` (50 steps, zero baseline, Gauss-Legendre)
-  and ``NoiseTunnel(Saliency)`` (smoothgrad, 5 samples, stdevs 1.0) w.r.t. the **context part**
-  of the embeddings-module output (question part held fixed), target P(answer); a token's score
-  is its attribution summed over the hidden dimension. Aliases without the step count
-  (``IntegratedGradients_sum``, ``SmoothGrad_max``, ...) name the same functions.
+  and SmoothGrad as ``NoiseTunnel(Saliency)`` computes it (5 samples, stdevs 1.0, abs) w.r.t.
+  the **context part** of the embeddings-module output (question part held fixed), target
+  P(answer); a token's score is its attribution summed over the hidden dimension. Aliases
+  without the step count (``IntegratedGradients_sum``, ``SmoothGrad_max``, ...) name the same
+  functions.
+
+Randomness never comes from a device's generator: LIME, SHAP and Random draw from numpy
+generators and SmoothGrad's noise from a CPU torch generator (``smoothgrad_noise``), each
+seeded per sample, so an explanation is the same on a CPU and a GPU worker up to float rounding.
 * ``LIME_{10,100}_{sum,max}``: lime's ``LimeTextExplainer`` (package defaults: ``\\W+`` split,
   bag of words, kernel width 25; ``random_state`` = the per-sample seed), ``num_samples`` n,
   defaults ``labels=(1,)``, ``num_features=10``; the question is held fixed and every
@@ -135,13 +140,38 @@ def words_to_sentences(weights: dict[str, float], sentences: Sequence[str], how:
     return result
 
 
-@contextlib.contextmanager
-def _seeded_torch(seed: int):
+def smoothgrad_noise(shape: Sequence[int], seed: int):
+    """SmoothGrad's Gaussian noise (mean 0, standard deviation ``SMOOTHGRAD_STDEVS``), float32,
+    always drawn on the CPU from a generator of its own seeded with ``seed``.
+
+    Drawn on the device of the inputs (as captum's ``NoiseTunnel`` does), the noise came from that
+    device's generator: CUDA's Philox stream and the CPU's Mersenne Twister give different numbers
+    for the same seed, so a board's SmoothGrad rows depended on which worker computed them. Drawn
+    here and then moved, the noise is the same on every device (and the same numbers as the CPU's
+    global generator seeded with ``seed``, so CPU results did not change). The global torch
+    generators are neither read nor advanced."""
     import torch  # noqa: PLC0415  (heavy: gradient methods only)
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
+    generator = torch.Generator(device="cpu").manual_seed(int(seed))
+    spread = torch.full(tuple(shape), SMOOTHGRAD_STDEVS, dtype=torch.float32)
+    return torch.normal(0.0, spread, generator=generator)
+
+
+def smoothgrad(forward: Callable, inputs, seed: int, *, samples: int = SMOOTHGRAD_SAMPLES):
+    """SmoothGrad (Smilkov et al., 2017) of ``forward`` at ``inputs`` (batch 1): the mean over
+    ``samples`` noisy copies of the absolute input gradient, as captum's
+    ``NoiseTunnel(Saliency).attribute(nt_type="smoothgrad", abs=True)`` computes it, with the
+    noise of :func:`smoothgrad_noise` moved to the inputs' device."""
+    import torch  # noqa: PLC0415  (heavy: gradient methods only)
+    from captum.attr import Saliency  # noqa: PLC0415
+
+    with torch.no_grad():
+        expanded = inputs.detach().repeat_interleave(samples, dim=0)
+        noise = smoothgrad_noise(expanded.shape, seed).to(device=inputs.device, dtype=inputs.dtype)
+        noisy = (expanded + noise).requires_grad_(True)
+    gradients = Saliency(forward).attribute(noisy, abs=True)
+    # summed per sample, then times 1/n, in captum's order (so CPU numbers are unchanged)
+    return gradients.view(inputs.shape[0], samples, *inputs.shape[1:]).sum(dim=1) * 1 / samples
 
 
 @contextlib.contextmanager
@@ -180,7 +210,7 @@ def token_attributions(method: str, model, question: str, context: str, *, seed:
 
     ``method`` is ``gradient``, ``integrated_gradients`` or ``smoothgrad``."""
     import torch  # noqa: PLC0415  (heavy: gradient methods only)
-    from captum.attr import IntegratedGradients, NoiseTunnel, Saliency  # noqa: PLC0415
+    from captum.attr import IntegratedGradients, Saliency  # noqa: PLC0415
 
     encoding, embeddings = model.encode_and_embed(question, context)
     sequence_ids = encoding.sequence_ids(0)
@@ -202,10 +232,7 @@ def token_attributions(method: str, model, question: str, context: str, *, seed:
             context_part, baselines=torch.zeros_like(context_part), n_steps=IG_STEPS,
             internal_batch_size=max(2, model.batch_size))
     elif method == "smoothgrad":
-        with _seeded_torch(sample_seed(seed, question)):
-            attributions = NoiseTunnel(Saliency(forward)).attribute(
-                context_part, nt_type="smoothgrad", nt_samples=SMOOTHGRAD_SAMPLES,
-                stdevs=SMOOTHGRAD_STDEVS, abs=True)
+        attributions = smoothgrad(forward, context_part, sample_seed(seed, question))
     else:
         raise ValueError(f"unknown gradient method {method!r}")
     token_scores = attributions.detach().sum(dim=-1)[0].double().cpu().numpy()
