@@ -364,7 +364,8 @@ def baselines_mark(part: Any) -> tuple[object, ...] | None:
         return None
     status = part["status"]
     return (status, part.get("family") or "", part.get("samples_done"), part.get("samples_total"), part.get("done"),
-            part.get("total"), "" if status in WAITING else str(part.get("updated_at") or ""))
+            part.get("total"), "" if status in WAITING else str(part.get("updated_at") or ""),
+            part.get("device") or "")
 
 
 def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:

@@ -259,6 +259,8 @@ def baseline_progress(test_set: TestSet | None) -> dict[str, Any] | None:
         "n_families": n_families,
         "rows_stored": len(part.get("rows") or {}), "n_rows": len(part.get("methods") or []),
         "limited": part.get("limit") is not None, "reason": reason,
+        # where the model ran (cpu, or "cuda:0, <GPU name>"), stored by the run when it loads the model
+        "device": str(part.get("device") or ""),
     }
 
 

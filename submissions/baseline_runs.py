@@ -96,7 +96,8 @@ def baselines_user() -> User:
 
 
 def load_model(track: Any) -> Any:
-    """The track's hosted model at its default batch size (2 for QA models, as officially),
+    """The track's hosted model on the worker's device (``EXPBENCH_MODEL_DEVICE``: the CPU unless
+    set) at the default batch size for its kind and device (2 for QA models, as officially),
     with OMP_WAIT_POLICY=PASSIVE and few torch threads (2-core machines)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # noqa: PLC0415  (heavy: only the models worker and the command load it)
@@ -150,6 +151,7 @@ class Checkpoint:
         self.scores: dict[str, dict[str, list[float]]] = {method: {} for method in group}
         self.failures = {method: SampleFailures() for method in group}
         self.seconds = 0.0
+        self.devices: list[str] = []  # where the samples were explained (a run may change worker)
 
     def load(self, sample_ids: list[str]) -> "Checkpoint":
         try:
@@ -163,6 +165,7 @@ class Checkpoint:
         self.scores = stored["scores"]
         self.failures = {m: SampleFailures(f["counts"], f["first"]) for m, f in stored["failures"].items()}
         self.seconds = float(stored["seconds"])
+        self.devices = list(stored.get("devices") or [])
         return self
 
     def save(self) -> None:
@@ -170,6 +173,7 @@ class Checkpoint:
         scratch = self.path.with_suffix(".part")
         scratch.write_text(json.dumps({
             "key": self.key, "sample_ids": self.sample_ids, "scores": self.scores, "seconds": self.seconds,
+            "devices": self.devices,
             "failures": {m: {"counts": f.counts, "first": f.first} for m, f in self.failures.items()}}),
             encoding="utf-8")
         os.replace(scratch, self.path)
@@ -255,6 +259,8 @@ class _Slice:
         """Explain the samples the checkpoint lacks with the ``todo`` methods, saving it every
         CHECKPOINT_SECONDS. False when the slice ended first: the rest is queued again."""
         saved = time.monotonic()
+        if len(checkpoint.sample_ids) < len(self.samples) and model.device_label not in checkpoint.devices:
+            checkpoint.devices.append(model.device_label)
         for sample in self.samples[len(checkpoint.sample_ids):]:
             began = time.monotonic()
             for method, result in explain_sample(model, todo, sample).items():
@@ -283,8 +289,9 @@ class _Slice:
         per_sample = checkpoint.seconds / n / len(todo)
         for method in todo:
             failures = checkpoint.failures[method]
+            device = f"; device {' and '.join(checkpoint.devices)}" if checkpoint.devices else ""
             description = (f"Built-in baseline on {'all ' if self.on_all else ''}{len(self.samples)} "
-                           f"samples ({per_sample:.2f} s/sample).")
+                           f"samples ({per_sample:.2f} s/sample{device}).")
             if failures:
                 description += f" {failures.summary()}."
             try:
@@ -332,6 +339,7 @@ def _run(test_set_id: int, attempt: int, slice_seconds: float, report: Callable[
         run.progress(group, checkpoint)
         if model is None:
             model = load_model(test_set.task.track)
+            run.beat(device=model.device_label, batch_size=model.batch_size)
         if not run.explain(group, todo, model, checkpoint):
             return "continues"
         failure = run.store(todo, checkpoint, report)

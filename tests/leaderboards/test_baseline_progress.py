@@ -255,3 +255,12 @@ def test_a_track_computing_its_inclusion_shows_its_bar_outside_the_paragraph(tra
     parser = BlockInParagraph()
     parser.feed(html)
     assert parser.misplaced == []
+
+
+def test_the_device_the_model_ran_on_is_shown(track):
+    queue(track)
+    attempt = run_to(track, families_finished=3, samples_done=120)
+    assert "Model run on" not in line(page(track))  # not said before the run said it
+    # as submissions.baseline_runs reports it once the model is loaded on a GPU worker
+    assert BASELINES.state.heartbeat(job_row(track), attempt, device="cuda:0, NVIDIA H200", batch_size=128)
+    assert line(page(track)).endswith("6 of 15 rows on the board so far. Model run on: cuda:0, NVIDIA H200.")

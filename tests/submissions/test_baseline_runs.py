@@ -116,6 +116,9 @@ def test_a_run_stores_every_row_with_the_numbers_of_a_direct_explanation(demo_tr
     assert {sub.pk for sub in subs.values()} == set(part["rows"].values())
     assert all(sub.user.username == BASELINES_USERNAME and sub.status == "scored" for sub in subs.values())
     assert f"on {LIMIT} samples" in subs["LIME_10_sum"].description
+    # where the model ran is stored with the rows and in the job's state (the board shows it)
+    assert all("; device cpu)." in sub.description for sub in subs.values())
+    assert part["device"] == "cpu" and part["batch_size"] == 8
     # the stored score files are what the interpreters give on those samples
     model = baseline_runs.load_model(demo_track)
     samples = StoredTestSet.objects.get(pk=test_set.pk).public_inputs["data"][:LIMIT]
