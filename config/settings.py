@@ -95,6 +95,8 @@ MIDDLEWARE = [
     # The page's language (chooser cookie, else Accept-Language); English for the API and downloads.
     "config.locale.PageLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # An unknown query parameter on /api/v1/ is a 400, as the schema says (config/known_params.py).
+    "config.known_params.KnownQueryParametersMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -470,6 +472,10 @@ MODEL_MAX_WALL_SECONDS = env_int("MODEL_MAX_WALL_SECONDS", 4 * 3600)
 # A sandbox worker on a machine with a GPU: its device nodes are passed into the sandbox and
 # predict is told to use it (EXPBENCH_DEVICE=cuda). Off: everything runs on the CPU.
 SANDBOX_GPU = env_bool("SANDBOX_GPU", False)
+# After each model run a worker starts the sandbox of its next run (interpreter up, seccomp
+# filter installed, no bundle yet), so the smoke run's successor (the hidden run) and the next
+# submission skip the ~0.06 s start (docs/model_submissions.md, "Sandboxes started ahead").
+MODEL_SANDBOX_START_AHEAD = env_bool("MODEL_SANDBOX_START_AHEAD", True)
 
 # /metrics (config/metrics.py, docs/operations.md#metrics): answered to a request carrying
 # "Authorization: Bearer <METRICS_TOKEN>" or from a staff member's session, 404 to anyone else.

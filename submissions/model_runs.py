@@ -67,7 +67,7 @@ def run_bundle(submission: Submission, test_set: TestSet, keeper: LeaseKeeper | 
                            wall_seconds=budget["wall_seconds"]),
         mode=settings.SANDBOX, gpu=settings.SANDBOX_GPU, max_bytes=task.model_max_bytes or settings.MODEL_MAX_BYTES,
         progress=keeper, interrupt=keeper.interrupt if keeper else None,
-        require_cgroups=settings.SANDBOX_REQUIRE_CGROUPS)
+        require_cgroups=settings.SANDBOX_REQUIRE_CGROUPS, keep_warm=settings.MODEL_SANDBOX_START_AHEAD)
     if result.ok and result.predictions_json is not None:
         try:
             result.predictions = definition.parse_predictions(result.predictions_json, test_set,

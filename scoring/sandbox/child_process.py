@@ -289,6 +289,16 @@ class Child:
 
     # ------------------------------------------------------------------ ending
 
+    def await_output_end(self, seconds: float) -> None:
+        """Read until the child's stdout ends (every process of the jail has exited), at most
+        ``seconds``; what arrives is kept as usual (a flood is dropped, not raised here)."""
+        deadline = time.monotonic() + seconds
+        while self.stdout_open and not self.closed_pipes:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._pump(min(remaining, CPU_CHECK_SECONDS))
+
     def _drain_stderr(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while not self.closed_pipes and any(key.data == "err" for key in self.selector.get_map().values()):

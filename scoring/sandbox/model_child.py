@@ -9,6 +9,9 @@ module, whether to install the seccomp filter). Standard library only.
 
 Protocol, one JSON object per line:
 
+* started ahead (``"await_bundle": true`` in CONFIG): child -> parent ``{"event": "waiting"}``
+  once the interpreter is up and the filter installed, then parent -> child ``{"load": true}``
+  when the bundle's directory holds the bundle (anything else, or end of input: exit 0).
 * child -> parent, start-up: ``{"event": "ready", "seconds": s, "seccomp": bool,
   "seccomp_problem": str}`` once ``predict.py`` is imported, or ``{"event": "import_error" |
   "no_predict", "type", "message", "traceback"}`` and exit.
@@ -124,6 +127,12 @@ def main(argv: list[str]) -> int:
         sys.path.remove(config["runtime_dir"])
     sys.path.insert(0, config["runtime_dir"])
     seccomp_problem = base.install_seccomp() if config.get("seccomp", True) else "disabled"
+    if config.get("await_bundle"):
+        # Started ahead of its run (model_runner.WarmSandbox): the interpreter is up and the
+        # filter installed; the bundle's directory fills while this waits for "load".
+        channel.send({"event": "waiting"})
+        if channel.receive() != {"load": True}:
+            return 0
 
     started = time.perf_counter()
     predict, failure = load_predict(config["code_dir"], config["entry"])

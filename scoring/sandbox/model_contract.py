@@ -115,6 +115,7 @@ class ModelRunResult:
     predict_seconds: float = 0.0               # inside predict, all batches (measured by the child)
     batch_seconds: list[float] = field(default_factory=list)   # parent wall clock per batch
     cpu_seconds: float = 0.0
+    started_ahead: bool = False                # the sandbox was started before the run (keep_warm)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +144,7 @@ class ModelRunResult:
         """What an entry stores about its run (no predictions, no output)."""
         keys = ("status", "failure", "total", "batches", "batch_size", "bundle_sha256", "device",
                 "mode", "isolation", "environment", "hardware", "total_seconds", "startup_seconds",
-                "import_seconds", "predict_seconds", "cpu_seconds")
+                "import_seconds", "predict_seconds", "cpu_seconds", "started_ahead")
         return {key: value for key, value in asdict(self).items() if key in keys}
 
 

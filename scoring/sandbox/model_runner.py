@@ -16,6 +16,7 @@ the job directory instead of being held in memory twice.
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import json
 import logging
@@ -25,6 +26,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -157,9 +159,13 @@ class _Sandbox:
     """Starts the child of one model run and releases what it took."""
 
     def __init__(self, job: _ModelJob, limits: SandboxLimits, mode: str, device: str,
-                 devices: tuple[str, ...], bind_code: bool, require_cgroups: bool):
+                 devices: tuple[str, ...], bind_code: bool, require_cgroups: bool, ahead: bool = False):
         self.job, self.limits, self.mode, self.device = job, limits, mode, device
         self.devices, self.bind_code, self.require_cgroups = devices, bind_code, require_cgroups
+        # Started ahead of its run: the child waits for "load" before importing the bundle,
+        # which fills the (bound, read-only) code directory meanwhile.
+        self.ahead = ahead
+        self.waiting = False  # the child's "waiting" message was read
         self.stderr = CappedBuffer(limits.stderr_bytes)
         self.cgroups: Cgroups | None = None
         self.uid: UidLease | None = None  # the child's own uid (as root)
@@ -168,14 +174,14 @@ class _Sandbox:
     def command(self, files: CommandFiles) -> tuple[list[str], dict[str, str], str]:
         if self.mode == "none":
             config = {"code_dir": str(self.job.code), "runtime_dir": str(self.job.runtime),
-                      "entry": MODEL_ENTRY_MODULE, "seccomp": True}
+                      "entry": MODEL_ENTRY_MODULE, "seccomp": True, "await_bundle": self.ahead}
             inner = [sys.executable, "-B", "-s", str(self.job.runtime / MODEL_CHILD_FILE), json.dumps(config)]
             prlimit = find_tool("prlimit")
             command = (rlimit_command(self.limits, prlimit) if prlimit else []) + inner
             env = {**child_env(str(self.job.tmp), str(self.job.tmp)), **self.environment()}
             return niced(command, self.limits), env, str(self.job.tmp)
         config = {"code_dir": f"{INSIDE}/code", "runtime_dir": f"{INSIDE}/runtime",
-                  "entry": MODEL_ENTRY_MODULE, "seccomp": True}
+                  "entry": MODEL_ENTRY_MODULE, "seccomp": True, "await_bundle": self.ahead}
         inner = [sys.executable, "-B", "-s", f"{INSIDE}/runtime/{MODEL_CHILD_FILE}", json.dumps(config)]
         code = (str(self.job.code), f"{INSIDE}/code")
         binds = [code] if self.bind_code else []
@@ -235,6 +241,38 @@ class _Sandbox:
             files.close()  # bwrap holds its own copies of the descriptors
         return self.child
 
+    def key(self) -> tuple:
+        """What a run must ask for to use this sandbox (its limits are fixed at start)."""
+        return (self.limits, self.mode, self.device, self.devices, self.require_cgroups)
+
+    def await_waiting(self, deadline: float) -> None:
+        """Read the ahead-started child's "waiting" message (it is up, its filter installed)."""
+        if self.waiting or self.child is None:
+            return
+        if self.child.exchange(None, deadline) != {"event": "waiting"}:
+            raise ProtocolViolation("the sandbox started ahead did not report waiting")
+        self.waiting = True
+
+    def startup_reply(self, deadline: float) -> dict:
+        """The child's start-up message: the import of predict.py, told to start if the child
+        was started ahead."""
+        if self.child is None:
+            raise RuntimeError("the sandbox was not started")
+        if not self.ahead:
+            return self.child.exchange(None, deadline)
+        self.await_waiting(deadline)
+        return self.child.exchange({"load": True}, deadline)
+
+    def oom_killed(self) -> bool:
+        """Whether the memory cgroup killed a process of this sandbox (its processes are gone)."""
+        return self.cgroups is not None and self.cgroups.oom_killed()
+
+    def discard(self) -> None:
+        if self.child is not None:
+            self.child.kill()
+        self.release()
+        self.job.cleanup()
+
     def release(self) -> bool:
         """Remove the cgroups and give the uid back; True when the memory limit killed something."""
         oom = False
@@ -265,13 +303,116 @@ class _Sandbox:
         return ModelFailure("crashed", f"the sandboxed process exited (exit code {code}) {when}{said}")
 
 
+# --------------------------------------------------------------------------- started ahead
+
+WARM_BOOT_SECONDS = 30  # for a sandbox started ahead to report waiting before it is given up
+_ahead: list[_Sandbox] = []  # at most one: the sandbox this process started for its next run
+_ahead_lock = threading.Lock()
+_housekeeping: list[threading.Thread] = []  # the thread tidying after the last run, if any
+
+
+def start_ahead(limits: SandboxLimits, mode: str, device: str, devices: tuple[str, ...],
+                require_cgroups: bool) -> bool:
+    """Start a sandbox for this process's next run with these limits (see ``run_model_bundle``'s
+    ``keep_warm``): the job directory, cgroups, uid, bwrap, the interpreter and the seccomp
+    filter, everything but the bundle. False (logged) when the sandbox cannot be started now."""
+    job = _ModelJob()
+    install_model_runtime(job.runtime)
+    sandbox = _Sandbox(job, limits, mode, device, devices, bind_code=True, require_cgroups=require_cgroups,
+                       ahead=True)
+    try:
+        sandbox.start(None)
+    except SandboxUnavailable as error:
+        job.cleanup()
+        logger.warning("no sandbox started ahead: %s", error)
+        return False
+    with _ahead_lock:
+        stale, _ahead[:] = list(_ahead), [sandbox]
+    for old in stale:
+        old.discard()
+    return True
+
+
+def take_ahead(key: tuple) -> _Sandbox | None:
+    """The sandbox started ahead, if it has ``key`` and is up and waiting; any other is
+    discarded (a run never inherits a sandbox whose start-up went wrong: it starts its own)."""
+    with _ahead_lock:
+        taken, _ahead[:] = list(_ahead), []
+    for sandbox in taken:
+        if sandbox.key() == key and sandbox.child is not None and sandbox.child.proc.poll() is None:
+            try:
+                sandbox.await_waiting(time.monotonic() + WARM_BOOT_SECONDS)
+                return sandbox
+            except (ChildDied, ReplyTimeout, ProtocolViolation, CpuBudgetExceeded, OutputFlood) as error:
+                logger.warning("the sandbox started ahead was given up: %s", type(error).__name__)
+        sandbox.discard()
+    return None
+
+
+def ahead_ready(timeout: float = WARM_BOOT_SECONDS) -> bool:
+    """Wait until the sandbox started ahead (if any) is up and waiting; False if there is
+    none or it failed (it is then discarded)."""
+    settle()
+    with _ahead_lock:
+        sandbox = _ahead[0] if _ahead else None
+    if sandbox is None:
+        return False
+    taken = take_ahead(sandbox.key())
+    if taken is None:
+        return False
+    with _ahead_lock:
+        stale, _ahead[:] = list(_ahead), [taken]
+    for old in stale:
+        old.discard()
+    return True
+
+
+def _tidy(sandbox: _Sandbox | None, job: _ModelJob, ahead_key: tuple | None) -> None:
+    """After a run whose processes have all exited: remove its cgroups, give its uid back,
+    delete its job directory and, with ``ahead_key``, start the next run's sandbox. Without it,
+    now; with it (a worker's runs), on a housekeeping thread, so that the run's caller stores
+    its result meanwhile instead of waiting for cgroup removal (~10 ms) and a spawn."""
+    def work() -> None:
+        if sandbox is not None:
+            sandbox.release()
+        job.cleanup()
+        if ahead_key is not None:
+            start_ahead(*ahead_key)
+
+    if ahead_key is None:
+        work()
+        return
+    settle()  # one housekeeping at a time: the previous one has released its uid
+    thread = threading.Thread(target=work, name="expbench-sandbox-housekeeping", daemon=True)
+    _housekeeping[:] = [thread]
+    thread.start()
+
+
+def settle(timeout: float | None = None) -> None:
+    """Wait for the last run's housekeeping (``_tidy``) to finish."""
+    for thread in list(_housekeeping):
+        thread.join(timeout)
+
+
+def discard_ahead() -> None:
+    """Stop the sandbox started ahead, if any (at exit; tests)."""
+    settle()
+    with _ahead_lock:
+        taken, _ahead[:] = list(_ahead), []
+    for sandbox in taken:
+        sandbox.discard()
+
+
+atexit.register(discard_ahead)
+
+
 def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget | None = None,
                      batch_size: int = DEFAULT_BATCH_SIZE, mode: str | None = "bwrap", gpu: bool = False,
                      max_bytes: int = DEFAULT_BUNDLE_MAX_BYTES,
                      max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
                      progress: Callable[[int, int], None] | None = None,
                      interrupt: Callable[[], None] | None = None,
-                     require_cgroups: bool = False) -> ModelRunResult:
+                     require_cgroups: bool = False, keep_warm: bool = False) -> ModelRunResult:
     """Run the bundle's ``predict`` on ``examples`` (flat records with a string ``id``, unique;
     ``scoring.model_bundles.examples`` builds them from a test set's public inputs) in batches of
     ``batch_size``, within ``budget``; see the module docstring.
@@ -283,6 +424,11 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
     ValueError (examples without unique string ids): platform faults, never the bundle's.
     ``progress(done, total)`` is called after every batch and ``interrupt()`` while waiting on
     the child; what either raises stops the run (the sandbox is cleaned up) and propagates.
+
+    ``keep_warm``: when the run ends, start the sandbox of this process's next run with the
+    same limits (``start_ahead``), so that run finds its interpreter up and its filter in place
+    and pays only the bundle's import (docs/model_submissions.md, "Sandboxes started ahead").
+    A run uses such a sandbox whether or not it asks to keep one: each serves one run.
     """
     budget = budget or ModelBudget()
     mode = check_mode(mode)
@@ -303,8 +449,11 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
     parts = batches(examples, batch_size)
     began = time.monotonic()
     deadline = began + limits.total_seconds
-    job = _ModelJob()
-    sandbox: _Sandbox | None = None
+    key = (limits, mode, device, devices, require_cgroups)
+    settle()  # the previous run's housekeeping may be starting this run's sandbox
+    sandbox: _Sandbox | None = take_ahead(key)
+    job = sandbox.job if sandbox is not None else _ModelJob()
+    result.started_ahead = sandbox is not None
     graceful = False
     try:
         try:
@@ -314,9 +463,10 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
             result.bundle_sha256 = bundle_sha256(bundle_path) if bundle_path.is_file() else ""
             raise ModelFailure(error.category, str(error)) from None
         result.bundle_sha256 = manifest.sha256
-        install_model_runtime(job.runtime)
-        sandbox = _Sandbox(job, limits, mode, device, devices, manifest.unpacked_bytes > COPY_LIMIT_BYTES,
-                           require_cgroups)
+        if sandbox is None:
+            install_model_runtime(job.runtime)
+            sandbox = _Sandbox(job, limits, mode, device, devices, manifest.unpacked_bytes > COPY_LIMIT_BYTES,
+                               require_cgroups)
         _run(sandbox, parts, ids, result, deadline, progress, interrupt)
         graceful = True
     except ModelFailure as failure:
@@ -326,14 +476,14 @@ def run_model_bundle(bundle_path, examples: list[dict], *, budget: ModelBudget |
             if sandbox.child is not None:
                 _end(sandbox.child, graceful=graceful)
                 result.cpu_seconds = sandbox.child.cpu_used
-            oom = sandbox.release()
+            oom = sandbox.oom_killed()
             if oom and result.failure in ("crashed", "exception", None):
                 result.fail(ModelFailure("memory", f"memory limit exceeded: the memory cgroup killed a process "
                                                    f"of the sandbox, over the memory budget of "
                                                    f"{limits.memory_bytes} bytes"))
             result.stderr = sandbox.stderr.text()
             result.isolation = result.isolation or sandbox.isolation()
-        job.cleanup()
+        _tidy(sandbox, job, key if keep_warm else None)
         result.total_seconds = time.monotonic() - began
     return result
 
@@ -345,6 +495,7 @@ def _end(child: Child, *, graceful: bool) -> None:
         try:
             child.child_in.close()
             child.stdin_open = False
+            child.await_output_end(GRACEFUL_EXIT_SECONDS)  # woken by the exit, not a polling wait
             child.proc.wait(timeout=GRACEFUL_EXIT_SECONDS)
         except (OSError, subprocess.TimeoutExpired):
             pass
@@ -356,11 +507,15 @@ def _run(sandbox: _Sandbox, parts: list[list[dict]], ids: list[str], result: Mod
     """Start the child, send the batches, check and merge the replies; raise ``ModelFailure``."""
     budget_text = f"{sandbox.limits.total_seconds:g} s"
     started = time.monotonic()
-    child = sandbox.start(interrupt)
+    if sandbox.child is None:
+        child = sandbox.start(interrupt)
+    else:
+        child = sandbox.child
+        child.interrupt = interrupt
     result.isolation = sandbox.isolation()
     when = "while importing predict.py"
     try:
-        message = check_startup_message(child.exchange(None, deadline))
+        message = check_startup_message(sandbox.startup_reply(deadline))
         if message["event"] != "ready":
             raise startup_failure(message)
         result.import_seconds = float(message["seconds"])

@@ -91,6 +91,7 @@ def test_a_model_is_smoke_run_then_scored_on_the_hidden_inputs_the_same_twice(hi
         run = entry.details["model_run"]["run"]
         assert run["bundle_sha256"] == entry.sha256 and run["environment"]["python"] and run["hardware"]
         assert entry.details["model_run"]["smoke"] is True
+        assert run["started_ahead"] is True  # the smoke run left the hidden run's sandbox booted
         assert entry.scorer_version.startswith("model-1/expmrc-1")
         assert "Smoke run on the public sample" in entry.run_log and "passed" in entry.run_log
         scores.append((entry.scores, entry.item_scores))
