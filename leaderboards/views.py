@@ -16,6 +16,7 @@ from benchmark.skill_listing import skill_listing
 from core.conditional import stored_response, strong_etag, unchanged, weaken_for_gzip, with_validators
 from core.jobs import WAITING, JobStatus
 from scoring.analysis.features import EXTRACTOR_METHODS
+from scoring.analysis.skills import READING_LARGE
 from scoring.stats import TIER_PROCEDURE
 from submissions.selectors import public_skill_submissions
 
@@ -326,7 +327,7 @@ def task_skills(request: HttpRequest, slug: str) -> HttpResponse:
     gaps = [abs(row["gap"]) for entry in entries for group in entry["groups"] for row in group["rows"]]
     return render(request, "leaderboards/skills.html", {
         "task": task, "listing": listing, "entries": entries, "gap_scale": max(gaps, default=0.0) or 1.0,
-        "refresh": build.get("status") in WAITING,
+        "refresh": build.get("status") in WAITING, "usual_reading": READING_LARGE,
     })
 
 

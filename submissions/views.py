@@ -14,6 +14,7 @@ from accounts.http import AuthenticatedHttpRequest
 from accounts.models import profile_of
 from benchmark.models import Task
 from core.jobs import WAITING
+from scoring.analysis import reading_limits
 from scoring.analysis.features import EXTRACTOR_METHODS
 
 from . import diagnostics, intake, model_runs, phases, rescoring
@@ -131,6 +132,12 @@ def present_diagnostics(diagnostics: dict[str, Any] | None) -> dict[str, Any]:
     for test in (d.get("question_types") or {}).get("categorical", {}).get("tests", []):
         groups = test.get("groups", {})
         test["group_rows"] = [{"label": name, **groups[name]} for name in test.get("order", groups)]
+        if "statistic_name" not in test:
+            # Computed before the size-weighted statistic: the stored statistic and flag are Luo's.
+            test.update(statistic_published=test.get("statistic"), p_value_published=test.get("p_value"),
+                        statistic=None, p_value=None, p_value_se=None, decided_as_published=True)
+    # What the tests can and cannot see (false-alarm rates, power), from seeded simulations.
+    d["limits"] = reading_limits.FIGURES
     icq = d.get("icq") or {}
     for row in icq.get("accuracy_test", []) + icq.get("distribution_test", []):
         row["cue"] = f"{row['feature']}={row['value']}"
@@ -155,6 +162,18 @@ def present_details(details: dict[str, Any] | None) -> dict[str, Any]:
     return d
 
 
+def unranked_result(submission: Submission) -> str:
+    """Why this scored result can never take a rank, whoever sees it and wherever it is listed
+    ("" when it can): the page says so beside the score, as prominently as the score itself."""
+    if submission.status != Status.SCORED:
+        return ""
+    task = submission.task
+    reason = task.kind_definition.unranked_reason(submission.details or {})
+    if not reason and task.primary_metric and (submission.scores or {}).get(task.primary_metric) is None:
+        reason = "not ranked: its score is undefined"
+    return reason.removeprefix("not ranked: ")
+
+
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = visible_submission(request, pk)
     ahead = None
@@ -171,6 +190,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     positions: dict[str, int] = {Status.UPLOADED: 0, Status.QUEUED: 1, Status.RUNNING: 2, Status.SCORED: 3}
     reached = positions.get(submission.status, -1)
     return render(request, "submissions/detail.html", {
+        "unranked": unranked_result(submission),
         "submission": submission,
         "rows": rows,
         "ahead": ahead,

@@ -1,0 +1,97 @@
+"""Pages state the limits of their readings: each diagnostic its null hypothesis and, where it is
+low, its power (figures from scoring/analysis/reading_limits.py); boards that a shared tier is no
+evidence of equality; an unranked result says so as prominently as its score."""
+import html
+import re
+
+import pytest
+from django.test import Client
+
+from scoring.analysis import reading_limits
+from scoring.analysis.skills import READING_LARGE
+from submissions.intake import submit_predictions
+from submissions.models import Status, Submission
+from submissions.tasks import compute_diagnostics, score_submission
+from tests.factories import make_task_from_gold, make_tiny_track, make_user, synthetic_span_gold, upload_file
+from tests.submissions.test_diagnostics import scored_span  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+def text_of(page):
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_diagnostics_state_their_nulls_power_and_what_no_does_not_mean(scored_span):  # noqa: F811
+    sub, _, _ = scored_span
+    compute_diagnostics(sub.pk)
+    page = text_of(Client().get(f"/submissions/{sub.pk}/").content.decode())
+    figures = reading_limits.FIGURES
+    assert "Null hypothesis: whether a question is answered correctly does not depend on its type" in page
+    assert f"flags {figures['qt_power']} of runs" in page
+    assert f"in only {figures['qt_power_published']} of runs" in page and "TVD (as published)" in page
+    assert "not evidence that every type is answered equally well" in page
+    assert "Null hypothesis, per property: F1 does not depend on the subset" in page
+    assert f"in only {figures['bias_power_05']} of runs at p < 0.05" in page
+    assert "A p-value above 0.05 is therefore not evidence of no bias" in page
+
+
+def test_diagnostics_stored_before_the_weighted_statistic_are_labelled_as_published(scored_span):  # noqa: F811
+    sub, _, _ = scored_span
+    compute_diagnostics(sub.pk)
+    stored = Submission.objects.get(pk=sub.pk).diagnostics
+    for test in stored["question_types"]["categorical"]["tests"]:
+        # What an older release stored: Luo's statistic under "statistic", no name.
+        test["statistic"], test["p_value"] = test.pop("statistic_published"), test.pop("p_value_published")
+        del test["statistic_name"]
+    Submission.objects.filter(pk=sub.pk).update(diagnostics=stored)
+    page = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    table = page[page.index('id="categorical-tests"'):page.index("</table>", page.index('id="categorical-tests"'))]
+    assert table.count("computed before the size-weighted test") == 3
+
+
+def scored(task, name, predictions):
+    sub = submit_predictions(user=make_user(name), task=task, method_name=name, uploaded_file=upload_file(predictions))
+    score_submission(sub.pk)
+    return Submission.objects.get(pk=sub.pk)
+
+
+def test_an_unranked_result_says_so_as_prominently_as_its_score(tmp_path):
+    task = make_tiny_track(tmp_path).task
+    gold = task.current_test_set().gold
+    ids = sorted(gold)
+    first = {sid: [1.0] + [0.0] * (len(gold[sid]["sentences"]) - 1) for sid in ids}
+    failed = scored(task, "Mostly failed", {sid: first[sid] for sid in ids[: (len(ids) - 1) // 2]})
+    fine = scored(task, "Mostly fine", first)
+    assert failed.status == fine.status == Status.SCORED
+
+    page = Client().get(f"/submissions/{failed.pk}/").content.decode()
+    status = re.search(r'<span class="status ([^"]+)" id="status">([^<]+)</span>', page)
+    assert status.groups() == ("status-unranked", "Scored, not ranked")
+    n_failed = failed.details["quackie"]["fails"]
+    banner = text_of(page[page.index('id="unranked"'):page.index("</p>", page.index('id="unranked"'))])
+    assert f"Not ranked : {n_failed} of {len(ids)} samples failed (more than half)" in banner
+    scores = page[page.index('id="scores"'):page.index("</table>", page.index('id="scores"'))]
+    assert 'class="num primary"' not in scores  # no bold score as if it were ranked
+
+    page = Client().get(f"/submissions/{fine.pk}/").content.decode()
+    assert re.search(r'<span class="status status-scored" id="status">Scored</span>', page)
+    assert 'id="unranked"' not in page and 'class="num primary"' in page
+
+
+def test_boards_say_a_shared_tier_is_no_evidence_of_equality_and_invite_only_where_they_take_entries(tmp_path):
+    task = make_task_from_gold(tmp_path, synthetic_span_gold(20))
+    page = text_of(Client().get(f"/tasks/{task.slug}/").content.decode())
+    assert "A shared tier is not evidence that entries are equal" in page
+    assert "be the first" in page
+    task.accepts_submissions = False
+    task.save()
+    page = text_of(Client().get(f"/tasks/{task.slug}/").content.decode())
+    assert "be the first" not in page
+
+
+def test_the_skills_reading_column_does_not_repeat_its_legend(tmp_path):
+    task = make_task_from_gold(tmp_path, synthetic_span_gold(20))
+    page = text_of(Client().get(f"/tasks/{task.slug}/skills/").content.decode())
+    assert page.count(READING_LARGE) == 1  # the legend, once
+    assert "small gap = shortcut" in page and "small gap = robust" in page
