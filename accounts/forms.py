@@ -4,13 +4,14 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from .models import Profile
 
 
 class SignupForm(UserCreationForm):
     email = forms.EmailField(required=False)
-    team = forms.CharField(max_length=120, required=False, help_text="Team or affiliation shown on leaderboards.")
+    team = forms.CharField(max_length=120, required=False, help_text=_("Team or affiliation shown on leaderboards."))
 
     class Meta(UserCreationForm.Meta):  # type: ignore[name-defined]  # django-stubs does not declare the Meta
         model = User
@@ -21,7 +22,7 @@ class AccountSettingsForm(forms.ModelForm):
     """What a researcher changes about themselves: the email (password resets and run
     notifications go there), the team shown on boards, and two preferences."""
 
-    email = forms.EmailField(required=False, help_text="Password resets and run notifications are sent here.")
+    email = forms.EmailField(required=False, help_text=_("Password resets and run notifications are sent here."))
 
     class Meta:
         model = Profile
@@ -39,7 +40,7 @@ class AccountSettingsForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("notify_on_finish") and not data.get("email") and "email" not in self.errors:
-            self.add_error("email", "Add an email address to receive run notifications.")
+            self.add_error("email", _("Add an email address to receive run notifications."))
         return data
 
     def save(self, commit: bool = True) -> Profile:

@@ -11,6 +11,7 @@ from django.forms import BaseForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
@@ -35,7 +36,8 @@ def signup(request: HttpRequest) -> HttpResponse:
             user = form.save()
             Profile.objects.create(user=user, team=form.cleaned_data["team"])
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}. Pick a task and upload your predictions.")
+        messages.success(request, _("Welcome, %(username)s. Pick a task and upload your predictions.")
+                         % {"username": user.username})
         next_url = request.GET.get("next", "")
         if url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
             return redirect(next_url)
@@ -56,7 +58,7 @@ def account_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = AccountSettingsForm(request.POST or None, instance=profile_of(request.user), user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Settings saved.")
+        messages.success(request, _("Settings saved."))
         return redirect("account-settings")
     return render(request, "accounts/settings.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -66,7 +68,7 @@ def account_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
 def regenerate_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     Token.objects.filter(user=request.user).delete()
     Token.objects.create(user=request.user)
-    messages.success(request, "New API token created; the old one no longer works.")
+    messages.success(request, _("New API token created; the old one no longer works."))
     return redirect("account")
 
 
@@ -131,17 +133,17 @@ def team_action(request: AuthenticatedHttpRequest, action: str) -> None:
         raise teams.TeamRefused("Unknown action.")
     if action == "create":
         teams.create_team(request.user, request.POST.get("name", ""))
-        messages.success(request, "Team created.")
+        messages.success(request, _("Team created."))
         return
     team = Team.objects.filter(slug=request.POST.get("team", "")).first()
     if team is None:
         raise teams.TeamRefused("No such team.", 404)
     if action == "invite":
         teams.invite(team, request.user, request.POST.get("username", "").strip())
-        messages.success(request, "Invitation sent: they accept it on their team page.")
+        messages.success(request, _("Invitation sent: they accept it on their team page."))
     elif action == "accept":
         teams.accept(request.user, team)
-        messages.success(request, f"You joined {team.name}.")
+        messages.success(request, _("You joined %(team)s.") % {"team": team.name})
     else:
         teams.leave(request.user, team)
-        messages.success(request, f"You left {team.name}.")
+        messages.success(request, _("You left %(team)s.") % {"team": team.name})
