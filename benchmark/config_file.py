@@ -14,6 +14,7 @@ that the round-trip test compares are one format; split up, they would drift apa
 """
 import difflib
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
@@ -52,6 +53,8 @@ from .models import (
 SHARED_DATA = "{shared_data}"
 BOARD_FORMATS = {"quackie-leaderboard": "quackie"}  # format -> the benchmark whose boards it holds
 VERSION_TAKEN = ("refuse", "add_checksum")
+_ISO_DATE_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MESSAGE_LINE = re.compile(r"^[^:\n]*:(\d+):")
 
 
 class ConfigError(Exception):
@@ -135,6 +138,9 @@ class BenchmarkEntry:
     tasks: list[TaskEntry]
     interpretation_sets: list[FileEntry]
     published_boards: list[FileEntry]
+    # Test sets of tasks refused for other problems: their files are still looked for, so that
+    # one run reports a missing file beside the task's own problem.
+    unchecked_files: list[TestSetEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,9 @@ class BenchmarkFile:
     path: Path
     data_root: str | None
     benchmarks: list[BenchmarkEntry]
+    # (line, message) of each problem found while reading (``read_all``); the entries above are
+    # the valid ones, so that a load can still find the faults of the files they name.
+    problems: list[tuple[int, str]] = field(default_factory=list)
 
     def only(self, slugs: set[str], data_dirs: dict[str, Path] | None = None) -> "BenchmarkFile":
         """The benchmarks ``slugs`` of this file, their files read from ``data_dirs`` where given
@@ -269,8 +278,9 @@ def _date(value: Any) -> date | None:
     if isinstance(value, str):
         try:
             return date.fromisoformat(value)
-        except ValueError:
-            pass
+        except ValueError as exc:
+            if _ISO_DATE_SHAPE.match(value):  # shaped like a date, but no such day: say why
+                raise _Problem(f"{value!r} is no date ({exc}); expected a date like 2022-01-31") from None
     raise _Problem(f"expected a date like 2022-01-31, got {_kind_of(value)}")
 
 
@@ -370,8 +380,23 @@ def _importer_mismatch(importer: str, split: str, kind: str) -> tuple[str, str] 
     return None
 
 
-def _plain(node: yaml.Node, where: str, lines: dict[str, int], constructor: yaml.SafeLoader) -> Any:
-    """The Python value of ``node``; records the line of every value (of its key in a mapping)."""
+def _scalar(node: yaml.Node, where: str, constructor: yaml.SafeLoader, problems: list[tuple[int, str]]) -> Any:
+    """The value of a scalar; its text when YAML cannot build it (2022-13-01 resolves to a date
+    that does not exist), so that the field's own check says what is wrong, beside the others."""
+    try:
+        return constructor.construct_object(node, deep=True)
+    except ValueError:
+        return node.value
+    except yaml.constructor.ConstructorError as exc:
+        line = node.start_mark.line + 1
+        problems.append((line, f"{constructor.name}:{line}: {where or '(top level)'}: {exc.problem}"))
+        return None
+
+
+def _plain(node: yaml.Node, where: str, lines: dict[str, int], constructor: yaml.SafeLoader,
+           problems: list[tuple[int, str]]) -> Any:
+    """The Python value of ``node``; records the line of every value (of its key in a mapping)
+    and every problem of the YAML itself in ``problems``, reading on."""
     lines.setdefault(where, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         own = {id(key_node) for key_node, _ in node.value}
@@ -379,23 +404,25 @@ def _plain(node: yaml.Node, where: str, lines: dict[str, int], constructor: yaml
         result: dict[str, Any] = {}
         merged: set[str] = set()
         for key_node, value_node in node.value:
-            key = constructor.construct_object(key_node)
+            key = _scalar(key_node, where, constructor, problems) if isinstance(key_node, yaml.ScalarNode) else None
             child = f"{where}.{key}" if where else str(key)
             line = key_node.start_mark.line + 1
             if not isinstance(key, str):
-                raise ConfigError(f"{constructor.name}:{line}: {child}: a field name must be text")
+                problems.append((line, f"{constructor.name}:{line}: {child}: a field name must be text"))
+                continue
             if key in result and key not in merged:
-                raise ConfigError(f"{constructor.name}:{line}: {child}: given twice")
+                problems.append((line, f"{constructor.name}:{line}: {child}: given twice"))
+                continue
             if id(key_node) not in own:
                 merged.add(key)
             else:
                 merged.discard(key)
             lines[child] = line
-            result[key] = _plain(value_node, child, lines, constructor)
+            result[key] = _plain(value_node, child, lines, constructor, problems)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_plain(item, f"{where}[{i}]", lines, constructor) for i, item in enumerate(node.value)]
-    return constructor.construct_object(node, deep=True)
+        return [_plain(item, f"{where}[{i}]", lines, constructor, problems) for i, item in enumerate(node.value)]
+    return _scalar(node, where, constructor, problems)
 
 
 class _Reader:
@@ -405,6 +432,7 @@ class _Reader:
         self.name = name
         self.lines = lines
         self.problems: list[tuple[int, str]] = []
+        self.unattached: list[TestSetEntry] = []  # test sets of refused tasks (their files are checked)
 
     def place(self, where: str) -> Place:
         probe = where
@@ -462,9 +490,8 @@ class _Reader:
         self.unique([(t.place, t.slug) for t in tasks], "slug", "task")
         self.unique([(s.place, (s.options["name"], s.options["version"]))
                      for b in benchmarks for s in b.interpretation_sets], "version", "interpretation set")
-        if self.problems or top is None:
-            raise ConfigError("\n".join(message for _, message in sorted(self.problems)))
-        return BenchmarkFile(path=path, data_root=top.get("data_root"), benchmarks=benchmarks)
+        return BenchmarkFile(path=path, data_root=(top or {}).get("data_root"), benchmarks=benchmarks,
+                             problems=sorted(self.problems))
 
     def unique(self, keyed: list[tuple[Place, Any]], field_name: str, what: str) -> None:
         seen: dict[Any, Place] = {}
@@ -476,6 +503,7 @@ class _Reader:
 
     def benchmark(self, value: Any, where: str) -> BenchmarkEntry | None:
         checked = self.mapping(value, where, BENCHMARK_KEYS)
+        self.unattached = []
         tasks = self.entries(value, "tasks", where, self.task)
         interpretation_sets = self.entries(value, "interpretation_sets", where, self.interpretation_set)
         boards = self.entries(value, "published_boards", where, self.boards)
@@ -489,7 +517,7 @@ class _Reader:
         return BenchmarkEntry(
             place=self.place(where), slug=slug, fields={k: v for k, v in checked.items() if k in BENCHMARK_FIELDS},
             data_dir=checked.get("data_dir"), tasks=tasks, interpretation_sets=interpretation_sets,
-            published_boards=boards)
+            published_boards=boards, unchecked_files=self.unattached)
 
     def task(self, value: Any, where: str) -> TaskEntry | None:
         checked = self.mapping(value, where, TASK_KEYS)
@@ -498,13 +526,14 @@ class _Reader:
         test_sets = self.entries(value, "test_sets", where, lambda v, w: self.test_set(v, w, kind))
         self.unique([(s.place, (s.split, s.version)) for s in test_sets], "version", "test set")
         reported = self.reported_rows(value, where, kind)
+        phases = self.entries(value, "phases", where, self.phase)
+        self.unique([(p.place, p.name) for p in phases], "name", "phase")
         if checked is None:
+            self.unattached.extend(test_sets)
             return None
         if checked.get("inputs") == InputsAccess.HIDDEN and kind and not kinds.get(kind).takes_models:
             self.problem(f"{where}.inputs", f"{kind} tasks take no model submissions, so their inputs cannot be "
                                             "hidden (docs/model_submissions.md)")
-        phases = self.entries(value, "phases", where, self.phase)
-        self.unique([(p.place, p.name) for p in phases], "name", "phase")
         return TaskEntry(place=self.place(where), slug=checked["slug"],
                          fields={k: v for k, v in checked.items() if k in TASK_FIELDS},
                          test_sets=test_sets, reported=reported, phases=phases)
@@ -565,7 +594,14 @@ class _Reader:
 
 
 def read(path: str | Path) -> BenchmarkFile:
-    """Parse and validate a benchmark file. Raises :class:`ConfigError`."""
+    """Parse and validate a benchmark file. Raises :class:`ConfigError` listing every problem."""
+    return _refused_if_any(read_all(path))
+
+
+def read_all(path: str | Path) -> BenchmarkFile:
+    """Parse and validate a benchmark file; its valid entries, with the problems of the others in
+    ``problems`` (``apply`` lists them with the faults of the data files and refuses the file).
+    Raises :class:`ConfigError` only when the file cannot be read as YAML at all."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -573,12 +609,32 @@ def read(path: str | Path) -> BenchmarkFile:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    return parse(text, path)
+    return parse_all(text, path)
+
+
+def _refused_if_any(config: BenchmarkFile) -> BenchmarkFile:
+    if config.problems:
+        raise ConfigError(problem_listing([message for _, message in config.problems]))
+    return config
+
+
+def problem_listing(messages: list[str]) -> str:
+    """One line per problem, in the order of their lines in the file."""
+    def line_of(message: str) -> int:
+        match = _MESSAGE_LINE.match(message)
+        return int(match.group(1)) if match else 0
+
+    return "\n".join(sorted(dict.fromkeys(messages), key=line_of))
 
 
 def parse(text: str, path: Path) -> BenchmarkFile:
     """Validate the YAML ``text`` of the file ``path`` (named in messages, and the default root of
-    its relative paths)."""
+    its relative paths). Raises :class:`ConfigError` listing every problem."""
+    return _refused_if_any(parse_all(text, path))
+
+
+def parse_all(text: str, path: Path) -> BenchmarkFile:
+    """``parse`` that returns the valid entries and the problems (``read_all``)."""
     constructor = yaml.SafeLoader(text)
     constructor.name = path.name
     try:
@@ -592,12 +648,11 @@ def parse(text: str, path: Path) -> BenchmarkFile:
     if node is None:
         raise ConfigError(f"{path.name}:1: the file is empty; it needs a 'benchmarks' list")
     lines: dict[str, int] = {}
-    try:
-        document = _plain(node, "", lines, constructor)
-    except yaml.constructor.ConstructorError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise ConfigError(f"{path.name}:{line}: {exc.problem}") from None
-    return _Reader(path.name, lines).benchmark_file(document, path)
+    problems: list[tuple[int, str]] = []
+    document = _plain(node, "", lines, constructor, problems)
+    reader = _Reader(path.name, lines)
+    reader.problems.extend(problems)
+    return reader.benchmark_file(document, path)
 
 
 # --------------------------------------------------------------------------- applying
@@ -610,6 +665,17 @@ class LoadReport:
     test_sets: list[tuple[TestSet, bool]] = field(default_factory=list)
     interpretation_sets: list[tuple[InterpretationSet, bool]] = field(default_factory=list)
     log: Callable[[str], None] = print
+    problems: list[str] = field(default_factory=list)  # every refusal, so that one run lists them all
+    missing: set[Place] = field(default_factory=set)  # declared files not found (a problem each)
+
+    def attempt(self, step: Callable[[], None]) -> None:
+        """Run one object's step in a savepoint: a refusal is recorded and the load goes on to the
+        next object (the whole load is rolled back at its end)."""
+        try:
+            with transaction.atomic():
+                step()
+        except ConfigError as exc:
+            self.problems.append(str(exc))
 
     def add(self, what: str, status: str, detail: str = "", *, quiet: bool = False) -> None:
         self.outcomes.append((what, status, detail))
@@ -637,32 +703,45 @@ def data_root_of(config: BenchmarkFile, data_root: str | Path | None = None) -> 
 def resolve_files(config: BenchmarkFile, data_root: str | Path | None = None) -> dict[Place, Path | None]:
     """The file of every test set, interpretation set and boards entry (None: an optional file
     that is missing). Raises :class:`ConfigError` for missing files that are not optional."""
+    files, problems = _resolve(config, data_root)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return files
+
+
+def _resolve(config: BenchmarkFile, data_root: str | Path | None) -> tuple[dict[Place, Path | None], list[str]]:
     root = data_root_of(config, data_root)
     files: dict[Place, Path | None] = {}
     problems = []
     for benchmark in config.benchmarks:
         base = root / Path(benchmark.data_dir).expanduser() if benchmark.data_dir else root
         entries: list[TestSetEntry | FileEntry] = [*(s for t in benchmark.tasks for s in t.test_sets),
-                                                   *benchmark.interpretation_sets, *benchmark.published_boards]
+                                                   *benchmark.interpretation_sets, *benchmark.published_boards,
+                                                   *benchmark.unchecked_files]
         for entry in entries:
             path = base / Path(entry.path).expanduser()
             files[entry.place] = path if path.is_file() or not entry.optional else None
             if not path.is_file() and not entry.optional:
                 problems.append(entry.place(f"no such file {path} (mark it optional: true to skip it)", "path"))
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return files
+    return files, problems
 
 
 def apply(config: BenchmarkFile, *, data_root: str | Path | None = None, dry_run: bool = False,
           log: Callable[[str], None] = print) -> LoadReport:
     """Create or update what ``config`` declares, in one transaction (a refusal writes nothing;
-    a dry run is rolled back, background jobs included). Raises :class:`ConfigError`."""
-    files = resolve_files(config, data_root)
-    report = LoadReport(log=log)
+    a dry run is rolled back, background jobs included). Raises :class:`ConfigError` listing
+    every problem: those found reading the file (``config.problems``), missing files, and what
+    the importers refuse, each object tried on its own so that one run finds them all."""
+    files, missing = _resolve(config, data_root)
+    known = [message for _, message in config.problems] + missing
+    # Nothing will be written when the file is already refused: the log would only mislead.
+    report = LoadReport(log=(lambda line: None) if known else log, problems=known,
+                        missing={place for place, path in files.items() if path is not None and not path.is_file()})
     with transaction.atomic():
         for entry in config.benchmarks:
-            _apply_benchmark(entry, files, report)
+            report.attempt(lambda entry=entry: _apply_benchmark(entry, files, report))
+        if report.problems:
+            raise ConfigError(problem_listing(report.problems))
         if dry_run:
             transaction.set_rollback(True)
     return report
@@ -693,11 +772,14 @@ def _apply_benchmark(entry: BenchmarkEntry, files: dict[Place, Path | None], rep
     benchmark, status, changed = _sync(Benchmark, {"slug": entry.slug}, fields)
     report.add(f"benchmark {entry.slug}", status, ", ".join(changed))
     for task_entry in entry.tasks:
-        _apply_task(benchmark, task_entry, files, report)
+        report.attempt(lambda task_entry=task_entry: _apply_task(benchmark, task_entry, files, report))
     for iset_entry in entry.interpretation_sets:
-        _apply_interpretation_set(iset_entry, files[iset_entry.place], report)
+        if iset_entry.place not in report.missing:
+            report.attempt(lambda iset_entry=iset_entry: _apply_interpretation_set(
+                iset_entry, files[iset_entry.place], report))
     for boards in entry.published_boards:
-        _apply_boards(benchmark, boards, files[boards.place], report)
+        if boards.place not in report.missing:
+            report.attempt(lambda boards=boards: _apply_boards(benchmark, boards, files[boards.place], report))
 
 
 def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path | None], report: LoadReport) -> None:
@@ -709,7 +791,8 @@ def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path 
     task, status, changed = _sync(Task, {"slug": entry.slug}, fields)
     report.add(f"task {entry.slug}", status, ", ".join(c.removesuffix("_id") for c in changed))
     for set_entry in entry.test_sets:
-        _apply_test_set(task, set_entry, files[set_entry.place], report)
+        if set_entry.place not in report.missing:
+            report.attempt(lambda set_entry=set_entry: _apply_test_set(task, set_entry, files[set_entry.place], report))
     for phase in entry.phases:
         _, phase_status, phase_changed = _sync(Phase, {"task": task, "name": phase.name}, phase.fields)
         report.add(f"phase {entry.slug} / {phase.name}", phase_status, ", ".join(phase_changed))

@@ -130,7 +130,9 @@ def loads_json(text: str | bytes, **hooks):
     try:
         return json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
-        raise InvalidJson(exc.msg, exc.lineno, exc.colno) from None
+        # Two of json's messages end in "at" ("Unterminated string starting at", "Invalid control
+        # character at"), expecting a position: without the trailing word, ours reads "... at line N".
+        raise InvalidJson(exc.msg.removesuffix(" at"), exc.lineno, exc.colno) from None
     except RecursionError:
         raise InvalidJson("nested too deeply") from None
     except ValueError as exc:

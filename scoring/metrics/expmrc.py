@@ -151,7 +151,9 @@ def task_kind(gold: dict) -> str:
         return SPAN
     if "race" in version or "c3" in version:
         return MULTICHOICE
-    raise InvalidGold(f"Unsupported version: {version!r}")
+    raise InvalidGold(f"Unsupported version: {version!r}. The official scorer reads the task from the "
+                      '"version" string: it must contain "squad" or "cmrc2018" (span extraction) or "race" or '
+                      '"c3" (multiple choice), e.g. "expmrc-squad-dev"')
 
 
 def _field(container: dict, name: str, expected: type, path: str) -> Any:

@@ -95,3 +95,17 @@ def test_the_skills_reading_column_does_not_repeat_its_legend(tmp_path):
     page = text_of(Client().get(f"/tasks/{task.slug}/skills/").content.decode())
     assert page.count(READING_LARGE) == 1  # the legend, once
     assert "small gap = shortcut" in page and "small gap = robust" in page
+
+
+def test_the_compare_page_names_test_sets_readably_and_states_the_paired_null(tmp_path):
+    gold = synthetic_span_gold(20)
+    task = make_task_from_gold(tmp_path, gold, version="dev-as-test-1")
+    predictions = {qa["id"]: {"answer": f"token{i}", "evidence": f"Fact {i} holds."}
+                   for i, qa in enumerate(qa for p in gold["data"][0]["paragraphs"] for qa in p["qas"])}
+    a = scored(task, "A", predictions)
+    b = scored(task, "B", {key: value if i % 2 else {"answer": "x", "evidence": "x"}
+                           for i, (key, value) in enumerate(predictions.items())})
+    page = Client().get(f"/compare/?a={a.pk}&b={b.pk}").content.decode()
+    assert "vdev-as-test-1" not in page
+    assert text_of(page).count("test set dev-as-test-1") == 2
+    assert "is not evidence that they are equal" in text_of(page)

@@ -7,7 +7,8 @@ from benchmark import config_file
 
 class Command(BaseCommand):
     help = ("Create or update the benchmarks, tasks, test sets and reported rows a YAML file declares "
-            "(docs/benchmarks_config.md); idempotent. A bad file is refused with its line and field.")
+            "(docs/benchmarks_config.md); idempotent. A bad file is refused with the line and field of "
+            "every problem found, in one run, and nothing is written.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="the benchmark file (YAML)")
@@ -18,7 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            config = config_file.read(opts["file"])
+            # Read on past the file's own problems: apply lists them with the data files' faults.
+            config = config_file.read_all(opts["file"])
             root = config_file.data_root_of(config, opts.get("data_root"))
             self.stdout.write(f"{opts['file']}: {len(config.benchmarks)} benchmark(s), data root {root}"
                               + (" (dry run: nothing is written)" if opts["dry_run"] else ""))
