@@ -1,0 +1,197 @@
+"""Pages in English or Simplified Chinese (config/locale.py, locale/zh_Hans): the committed
+catalogue is compiled from its source, the main pages carry no untranslated template text under
+zh-hans, the chooser and Accept-Language pick the language, a stored page never crosses
+languages, and what programs read (API, CSV) does not change with the reader's language."""
+import ast
+import gettext
+import html
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from tests.factories import make_task, make_user
+
+pytestmark = pytest.mark.django_db
+
+CATALOGUE = Path(settings.BASE_DIR) / "locale" / "zh_Hans" / "LC_MESSAGES"
+CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9,en;q=0.5"}
+ENGLISH = {"HTTP_ACCEPT_LANGUAGE": "en-GB,en;q=0.9"}
+
+
+def po_entries(path: Path) -> list[dict[str, str]]:
+    """The entries of a .po file: {"msgid": ..., "msgid_plural": ..., "msgstr[0]": ...}, with
+    their flags under "#,"; the header (empty msgid) and obsolete entries left out."""
+    entries = []
+    for block in path.read_text(encoding="utf-8").split("\n\n"):
+        entry: dict[str, str] = {"#,": ""}
+        field = None
+        for line in block.splitlines():
+            if line.startswith("#,"):
+                entry["#,"] += line[2:]
+            elif line.startswith("#"):
+                continue
+            elif line.startswith('"'):
+                entry[field] += ast.literal_eval(line)
+            else:
+                field, _, quoted = line.partition(" ")
+                entry[field] = ast.literal_eval(quoted)
+        if entry.get("msgid"):
+            entries.append(entry)
+    return entries
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def visible_text(response) -> str:
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", response.content.decode(), flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def test_compiled_catalogue_is_the_source_compiled():
+    """django.mo is committed (a server may lack gettext): it must say what django.po says,
+    every translated entry and nothing else."""
+    entries = [e for e in po_entries(CATALOGUE / "django.po") if "fuzzy" not in e["#,"]]
+    with open(CATALOGUE / "django.mo", "rb") as compiled:
+        catalogue = gettext.GNUTranslations(compiled)
+    translated = 0
+    for entry in entries:
+        if "msgid_plural" in entry:
+            if entry["msgstr[0]"]:
+                translated += 1
+                assert catalogue.ngettext(entry["msgid"], entry["msgid_plural"], 2) == entry["msgstr[0]"], entry["msgid"]
+        elif entry["msgstr"]:
+            translated += 1
+            assert catalogue.gettext(entry["msgid"]) == entry["msgstr"], (
+                f"django.mo is older than django.po for {entry['msgid']!r}: run compilemessages")
+    # The header is one more message in the compiled catalogue.
+    assert len(catalogue._catalog) == translated + 1, "django.mo holds messages django.po no longer has"
+    assert translated > 300
+
+
+def test_translations_keep_their_placeholders_and_markup():
+    """A translation that drops %(name)s breaks the page (KeyError) or loses a number; one that
+    drops a tag leaves a link or an element open."""
+    tokens = re.compile(r"%\([a-z_]+\)s|%%|</?[a-z]+[^>]*>")
+    for entry in po_entries(CATALOGUE / "django.po"):
+        source = entry.get("msgid_plural", entry["msgid"])
+        translation = entry.get("msgstr[0]", entry.get("msgstr", ""))
+        if translation:
+            assert sorted(tokens.findall(translation)) == sorted(tokens.findall(source)), entry["msgid"]
+
+
+# English phrases of the main pages' templates: none of them may be left under zh-hans.
+ENGLISH_TEMPLATE_PHRASES = [
+    "Explainable, bias-aware leaderboards", "Download the public inputs", "Best entry", "No tasks yet",
+    "no submissions yet", "My submissions", "Log in", "Sign up", "How to read this board", "Submit predictions",
+    "Download inputs", "No entries yet", "No scored submissions yet", "Export:", "Tiers:", "Official page",
+    "Compare two entries", "Entry numbers", "Wrong username", "Forgot your password", "API docs",
+    "Scores follow the official scorers", "Hidden test set version",
+]
+
+
+def test_main_pages_under_zh_hans_carry_no_english_template_text():
+    task = make_task()
+    client = Client()
+    pages = ["/", task.get_absolute_url(), f"/benchmarks/{task.benchmark.slug}/", "/compare/",
+             "/accounts/login/", "/accounts/signup/"]
+    chinese_seen = set()
+    for path in pages:
+        response = client.get(path, **CHINESE)
+        assert response.status_code == 200, path
+        assert response["Content-Language"] == "zh-hans"
+        assert '<html lang="zh-hans">' in response.content.decode()
+        text = visible_text(response)
+        left = [phrase for phrase in ENGLISH_TEMPLATE_PHRASES if phrase in text]
+        assert not left, f"{path} still says {left} in English"
+        chinese_seen.update(word for word in ("排行榜", "比较", "登录", "注册", "可解释、偏差感知的排行榜", "如何解读本榜单",
+                                              "隐藏测试集", "下载输入", "提交预测", "比较两个条目", "用户名")
+                            if word in text)
+    assert chinese_seen == {"排行榜", "比较", "登录", "注册", "可解释、偏差感知的排行榜", "如何解读本榜单", "隐藏测试集",
+                            "下载输入", "提交预测", "比较两个条目", "用户名"}
+
+
+def test_english_stays_the_default():
+    make_task()
+    for headers in ({}, ENGLISH, {"HTTP_ACCEPT_LANGUAGE": "fr-FR,fr;q=0.9"}):
+        response = Client().get("/", **headers)
+        assert '<html lang="en">' in response.content.decode()
+        assert "Explainable, bias-aware leaderboards" in visible_text(response)
+        assert "可解释" not in visible_text(response)
+
+
+def test_chooser_switches_language_and_returns_to_the_page():
+    """The header's chooser posts to set_language: no CSRF token is needed (pages stored for
+    anonymous readers carry none), the reader lands on the page they were on, and the choice
+    outlasts Accept-Language."""
+    task = make_task()
+    client = Client(enforce_csrf_checks=True)
+    board = client.get(task.get_absolute_url(), **ENGLISH)
+    chooser = re.search(r'<form[^>]*id="language-chooser".*?</form>', board.content.decode(), re.S).group(0)
+    assert f'name="next" value="{task.get_absolute_url()}"' in chooser
+    assert 'value="zh-hans" lang="zh-hans">简体中文</option>' in chooser
+
+    answer = client.post("/i18n/setlang/", {"language": "zh-hans", "next": task.get_absolute_url()}, **ENGLISH)
+    assert answer.status_code == 302 and answer["Location"] == task.get_absolute_url()
+    chinese = client.get(task.get_absolute_url(), **ENGLISH)
+    assert "如何解读本榜单" in visible_text(chinese)
+    assert 'value="zh-hans" lang="zh-hans" selected>' in chinese.content.decode()
+
+    client.post("/i18n/setlang/", {"language": "en", "next": "/"})
+    assert "How to read this board" in visible_text(client.get(task.get_absolute_url(), **CHINESE))
+
+
+def test_chooser_refuses_a_foreign_next_address():
+    answer = Client().post("/i18n/setlang/", {"language": "zh-hans", "next": "https://elsewhere.example/"})
+    assert answer.status_code == 302 and answer["Location"] == "/"
+
+
+def test_a_stored_page_never_crosses_languages():
+    """Anonymous pages are rendered once per ETag and kept in the shared cache: the language
+    must be part of that key, or the first reader's language would be everyone's."""
+    task = make_task()
+    client = Client()
+    english = client.get(task.get_absolute_url(), **ENGLISH)
+    chinese = client.get(task.get_absolute_url(), **CHINESE)
+    assert english["ETag"] != chinese["ETag"]
+    assert "如何解读本榜单" in visible_text(chinese) and "How to read this board" in visible_text(english)
+    assert "Accept-Language" in chinese["Vary"]
+    # A browser that switched language, holding the English copy, gets the Chinese page, not a 304.
+    again = client.get(task.get_absolute_url(), HTTP_IF_NONE_MATCH=english["ETag"], **CHINESE)
+    assert again.status_code == 200 and "如何解读本榜单" in visible_text(again)
+    assert client.get(task.get_absolute_url(), HTTP_IF_NONE_MATCH=english["ETag"], **ENGLISH).status_code == 304
+
+
+def test_what_programs_read_does_not_depend_on_the_reader_language():
+    """The API, CSV exports and inputs download give the same bytes whatever Accept-Language
+    says, and do not vary on it; API error messages stay in English (DRF ships Chinese ones)."""
+    task = make_task()
+    client = Client()
+    paths = [f"/api/v1/tasks/{task.slug}/leaderboard/", f"/api/v1/tasks/{task.slug}/", "/api/v1/benchmarks/",
+             f"/tasks/{task.slug}/leaderboard.csv", f"/tasks/{task.slug}/inputs.json"]
+    for path in paths:
+        english, chinese = client.get(path, **ENGLISH), client.get(path, **CHINESE)
+        assert english.status_code == chinese.status_code == 200, path
+        assert body(english) == body(chinese), path
+        assert "Accept-Language" not in chinese.get("Vary", ""), path
+        assert not chinese.has_header("Content-Language"), path
+
+    make_user("bob")
+    refused = client.post("/api/v1/auth/token/", {"username": "bob", "password": "wrong"}, **CHINESE)
+    assert refused.status_code == 400
+    assert "Unable to log in with provided credentials." in refused.content.decode()
+
+
+def test_python_side_messages_follow_the_page_language():
+    user = make_user("carol")
+    client = Client()
+    client.force_login(user)
+    response = client.post("/accounts/settings/", {"email": "", "team": "", "notify_on_finish": "on"}, **CHINESE)
+    assert response.status_code == 400
+    assert "要接收运行通知，请填写电子邮件地址。" in visible_text(response)
+    response = client.post("/accounts/token/", follow=True, **CHINESE)
+    assert "已创建新的 API 令牌；旧令牌已失效。" in visible_text(response)
