@@ -245,7 +245,8 @@ def _count_or_null(value: Any) -> int | None:
     return None if value is None else _count(value)
 
 
-MODEL_BUDGET_KEYS = ("cpu_seconds", "memory_mb", "wall_seconds")
+# cpu_seconds, memory_mb, wall_seconds: one model run; scoring_cpu_seconds: scoring one prediction file.
+MODEL_BUDGET_KEYS = ("cpu_seconds", "memory_mb", "wall_seconds", "scoring_cpu_seconds")
 
 
 def _model_budget(value: Any) -> dict[str, int]:

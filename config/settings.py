@@ -260,6 +260,10 @@ WHITENOISE_USE_FINDERS = True  # serve static files straight from static/ withou
 # Uploads: files above the limit are refused with a clear message (checked in validation,
 # before the file is parsed); Django's own request cap sits a little above it.
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# A prediction file of more JSON values than this (bounded from byte counts) is not parsed by the
+# web worker while its sender waits: it is stored, queued and checked first by the scoring worker,
+# charged to its sender if refused there (submissions/upload_checks.py).
+UPLOAD_CHECK_MAX_VALUES = env_int("UPLOAD_CHECK_MAX_VALUES", 200_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # A body larger than its address takes is refused with 413 from Content-Length, before a byte of
 # it is read (config/body_limits.py): the upload addresses take the largest file plus the form,
@@ -314,6 +318,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # Hard time limits in seconds (config/celery.py; the soft limit comes 10% earlier). A run past
 # its soft limit fails, charged to its sender (submissions.runs); leases are renewed meanwhile.
 SCORING_TIME_LIMIT = env_int("SCORING_TIME_LIMIT", 600)
+# CPU seconds that parsing and scoring one prediction file may use (a task may declare its own,
+# scoring_cpu_seconds); past them the run stops and fails, charged to its sender (submissions.runs).
+SCORING_CPU_SECONDS = env_int("SCORING_CPU_SECONDS", 60)
 BACKGROUND_TIME_LIMIT = env_int("BACKGROUND_TIME_LIMIT", 6 * 3600)
 # A worker's pool process is replaced after the task during which its resident memory passed
 # this (MB): the models worker's heap fragments under tensors of ever-changing shapes (2.6 GB

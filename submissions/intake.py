@@ -26,7 +26,7 @@ from benchmark.models import Phase, Task
 from scoring import sandbox
 from scoring.sandbox import bundle_check
 
-from . import lifecycle
+from . import lifecycle, upload_checks
 from .models import PLATFORM_CATEGORIES, ErrorCategory, Status, Submission
 from .scorers import InvalidPredictions, scorer_for
 
@@ -208,7 +208,8 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
     else:
         raw = b"".join(uploaded_file.chunks())
         try:
-            scorer.parse(raw, test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
+            if upload_checks.checked_at_upload(raw):  # else the scoring worker checks it first
+                scorer.parse(raw, test_set, max_bytes=settings.SUBMISSION_MAX_BYTES)
         except InvalidPredictions as exc:
             error = str(exc)
 

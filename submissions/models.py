@@ -64,7 +64,8 @@ PLATFORM_CATEGORIES = {ErrorCategory.WORKER_LOST, ErrorCategory.SCORER_ERROR}
 
 ERROR_HELP: dict[str, str] = {
     ErrorCategory.INVALID_INPUT: "The file does not follow the prediction format. Fix it and upload again; "
-    "rejected files do not count against your quota.",
+    "files rejected at upload do not count against your quota. A file too large to check at upload is checked "
+    "by the scoring worker, and a refusal there counts (the file had been stored and queued).",
     ErrorCategory.WORKER_LOST: "The scoring worker stopped repeatedly while scoring this file. "
     "This is our fault; it does not count against your quota and maintainers can retry it.",
     ErrorCategory.SCORER_ERROR: "The scorer failed on this file. This is our fault; it does not count "

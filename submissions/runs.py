@@ -9,9 +9,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from benchmark.models import Task
+from core.cpu_budget import CpuBudgetExceeded, cpu_budget
 from scoring import stats, withdrawn
 
-from . import diagnostics, lifecycle
+from . import diagnostics, lifecycle, upload_checks
 from .models import ErrorCategory, Status, Submission
 from .scorers import InvalidPredictions, SkillsScorer, scorer_for
 
@@ -39,6 +40,14 @@ def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:
         if hold_seconds:
             time.sleep(hold_seconds)
         finished = _score_and_store(submission)
+    except CpuBudgetExceeded as exc:
+        # The same rule for CPU time: the budget is the task's (scoring_cpu_seconds).
+        log.warning("submission %s: scoring CPU budget of %s s used up", submission.pk, exc.seconds)
+        return lifecycle.fail_run(
+            submission, ErrorCategory.SCORING_TIME,
+            f"Scoring this file used more than {exc.seconds:g} CPU seconds, the budget of {submission.task.slug} "
+            "for one file, and was stopped. Predictions should be short spans of their passage; long answers or "
+            "evidence make scoring slow.")
     except SoftTimeLimitExceeded:
         # A valid file that takes this long costs its sender, like code over its time limit: a
         # free retry would let anyone hold the scoring workers.
@@ -59,9 +68,17 @@ def run_scoring(submission: Submission, *, hold_seconds: float = 0.0) -> bool:
     return finished
 
 
+def scoring_cpu_seconds(task: Task) -> int:
+    """CPU seconds one prediction file of ``task`` may take to parse and score: the task's
+    ``scoring_cpu_seconds`` (declared in its benchmark file), else ``SCORING_CPU_SECONDS``."""
+    declared = (task.model_budget or {}).get("scoring_cpu_seconds")
+    return int(declared) if declared else settings.SCORING_CPU_SECONDS
+
+
 def _score_and_store(submission):
     """Read, parse, score and store: the run ends scored, rejected (invalid file) or failed
-    (file lost). Returns whether this attempt still owned the run and finished it."""
+    (file lost). Parsing and scoring run within the task's CPU budget. Returns whether this
+    attempt still owned the run and finished it."""
     scorer = scorer_for(submission.task, submission.kind)
     try:
         with submission.file.open("rb") as handle:
@@ -69,12 +86,28 @@ def _score_and_store(submission):
     except OSError:
         log.error("submission %s: stored file missing", submission.pk)
         return lifecycle.fail_run(submission, ErrorCategory.SCORER_ERROR, "The uploaded file could not be read back.")
-    try:
-        predictions, withdrawn_keys = scorer.parse_stored(raw, submission.scoring_test_set,
-                                                          max_bytes=settings.SUBMISSION_MAX_BYTES)
-    except InvalidPredictions as exc:
-        return lifecycle.reject_run(submission, str(exc))
-    run = scorer.score(submission.task, submission.scoring_test_set, predictions)
+    with cpu_budget(scoring_cpu_seconds(submission.task)):
+        # A first run of a file too large for the web worker to check (submissions.upload_checks)
+        # checks it as strictly as the upload form; any other run reads a file accepted before.
+        first_check = not lifecycle.is_rescore(submission) and not upload_checks.checked_at_upload(raw)
+        try:
+            if first_check:
+                predictions, withdrawn_keys = scorer.parse(raw, submission.test_set,
+                                                           max_bytes=settings.SUBMISSION_MAX_BYTES), []
+            else:
+                predictions, withdrawn_keys = scorer.parse_stored(raw, submission.scoring_test_set,
+                                                                  max_bytes=settings.SUBMISSION_MAX_BYTES)
+        except InvalidPredictions as exc:
+            refusal = str(exc)
+        else:
+            refusal = None
+            run = scorer.score(submission.task, submission.scoring_test_set, predictions)
+            ci = confidence_intervals(submission.task, run.item_rows)
+    # The status is written outside the budget, so that its timer never interrupts a write.
+    if refusal is not None and first_check:  # stored and queued: charged to its sender, the bytes kept
+        return lifecycle.fail_run(submission, ErrorCategory.INVALID_INPUT, upload_checks.refusal_after_upload(refusal))
+    if refusal is not None:
+        return lifecycle.reject_run(submission, refusal)
     note = ""
     if withdrawn_keys:
         # The policy of re-scoring on a corrected version (docs/operations.md#re-scoring): the
@@ -84,7 +117,7 @@ def _score_and_store(submission):
     return lifecycle.store_scores(
         submission,
         scores=run.scores,
-        ci=confidence_intervals(submission.task, run.item_rows),
+        ci=ci,
         item_scores=run.item_rows,
         total=run.total,
         unanswered=run.unanswered,
