@@ -5,6 +5,7 @@ import html
 import re
 
 import pytest
+from django.template.loader import render_to_string
 from django.test import Client
 
 from scoring.analysis import reading_limits
@@ -12,6 +13,7 @@ from scoring.analysis.skills import READING_LARGE
 from submissions.intake import submit_predictions
 from submissions.models import Status, Submission
 from submissions.tasks import compute_diagnostics, score_submission
+from submissions.views import present_details
 from tests.factories import make_task_from_gold, make_tiny_track, make_user, synthetic_span_gold, upload_file
 from tests.submissions.test_diagnostics import scored_span  # noqa: F401 (a fixture)
 
@@ -109,3 +111,19 @@ def test_the_compare_page_names_test_sets_readably_and_states_the_paired_null(tm
     assert "vdev-as-test-1" not in page
     assert text_of(page).count("test set dev-as-test-1") == 2
     assert "is not evidence that they are equal" in text_of(page)
+
+
+def test_the_entry_skill_table_reads_its_own_interval_instead_of_repeating_the_legend():
+    def gap(skill, low, high):
+        return {"skill": skill, "name": skill, "group": "reading", "reading": READING_LARGE, "n": 40,
+                "original_f1": 80.0, "variant_f1": 80.0 - (low + high) / 2, "gap": (low + high) / 2,
+                "ci_low": low, "ci_high": high}
+
+    details = present_details({"skills": {"s4": gap("s4", 2.0, 9.0), "s5": gap("s5", -1.0, 3.0),
+                                          "s8": gap("s8", -7.0, -1.5)}})
+    page = text_of(render_to_string("submissions/_details.html", {"details": details}))
+    table = page[page.index("This entry"):]
+    assert READING_LARGE not in table
+    assert table.count("lower F1 without the skill (interval above 0)") == 1
+    assert table.count("no clear gap: the interval contains 0, which is not evidence of no effect") == 1
+    assert table.count("higher F1 without the skill (interval below 0)") == 1
