@@ -11,6 +11,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api_fields import name_field
+
 from . import teams
 from .models import Membership, Team
 
@@ -34,7 +36,7 @@ class TeamSerializer(serializers.ModelSerializer):
 
 
 class TeamNameSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = name_field(100)
 
 
 class UsernameSerializer(serializers.Serializer):

@@ -70,7 +70,10 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         return tasks.visible_to(self.request.user)
 
     @extend_schema(summary="Change a task's visibility, ranking rule, intake or quota (staff only)",
-                   request=TaskSettingsSerializer, responses={200: TaskSerializer})
+                   request=TaskSettingsSerializer, responses={200: TaskSerializer},
+                   parameters=[OpenApiParameter("dry_run", OpenApiTypes.BOOL, description=(
+                       "true: answer what the change would do to the benchmark's average board "
+                       "(`warnings`) and change nothing"))])
     def partial_update(self, request: Request, slug: str | None = None) -> Response:
         # Others get the 404 of a task they may not change (a 403 would confirm a hidden task).
         if not request.user.is_staff:

@@ -1,9 +1,15 @@
 """Pages of API lists: ``?limit=&offset=`` (docs/client.md#lists)."""
+from typing import Any
+
 from django.conf import settings
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
-from core.query_params import page_limit, whole_number
+from core.query_params import LIMIT_SCHEMA, OFFSET_SCHEMA, page_limit, whole_number
+
+LIMIT_HELP = (f"items per page (default {settings.API_PAGE_SIZE}; a larger number is cut to "
+              f"{settings.API_MAX_PAGE_SIZE})")
+OFFSET_HELP = "items to skip (default 0)"
 
 
 class ApiPagination(LimitOffsetPagination):
@@ -21,3 +27,11 @@ class ApiPagination(LimitOffsetPagination):
     def get_offset(self, request: Request) -> int:
         given = request.query_params.get(self.offset_query_param)
         return 0 if given is None else whole_number(self.offset_query_param, given, minimum=0)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {"name": self.limit_query_param, "required": False, "in": "query", "description": LIMIT_HELP,
+             "schema": dict(LIMIT_SCHEMA)},
+            {"name": self.offset_query_param, "required": False, "in": "query", "description": OFFSET_HELP,
+             "schema": dict(OFFSET_SCHEMA)},
+        ]

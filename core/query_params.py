@@ -5,6 +5,11 @@ from rest_framework.exceptions import ValidationError
 
 from .api_paths import is_legacy_api_path
 
+#: ``limit`` and ``offset`` as the OpenAPI schema states them: the bounds the server enforces (a
+#: 400 below them), so that a client built from the schema refuses what the server would refuse.
+LIMIT_SCHEMA = {"type": "integer", "minimum": 1}
+OFFSET_SCHEMA = {"type": "integer", "minimum": 0}
+
 
 def whole_number(name: str, value: str, *, minimum: int) -> int:
     """A query parameter as an int of at least ``minimum``, or a 400 naming it."""

@@ -4,8 +4,9 @@ command-line client and the integration tests.
 Every path it calls is under :data:`API_PREFIX` (``/api/v1/``; build one with :func:`api_path`).
 HTTP error statuses are answers, not exceptions: every call returns the status and the decoded
 body. A list that comes in pages (``{"count", "next", "previous", "results"}``) is read to its
-last page, unless the call asks for one page with ``limit`` or ``offset``; a task's board
-(``{"count", "next", "previous", "rows"}``) is read whole by :meth:`Client.board`. Only a server
+last page, unless the call asks for one page with ``limit`` or ``offset``; a task's board, in the
+same envelope (``rows`` instead of ``results`` from a server of before the one envelope), is read
+whole by :meth:`Client.board`, which answers it as the deprecated path did, under ``rows``. Only a server
 that cannot be reached raises, as :class:`ServerUnreachable`, and a board or a list that keeps
 changing while its pages are read, as :class:`BoardChanged` or :class:`ListChanged`. Reads
 (GET) are retried with exponential backoff on connection errors and 5xx answers; writes never
@@ -213,11 +214,27 @@ def item_ids(items: list[Any]) -> list[Any]:
     return [item["id"] for item in items if isinstance(item, Mapping) and "id" in item]
 
 
+def board_items(body: Mapping[str, Any]) -> str:
+    """Where a board page holds its rows: ``results``, the envelope of every list, or ``rows``
+    on a server of before it (and on the deprecated unversioned path)."""
+    return "results" if "results" in body else "rows"
+
+
+def whole_board(answer: Response) -> Response:
+    """A board read whole, its rows under ``rows`` as the deprecated path answered it (and as
+    ``leaderboard --json`` always printed it), whichever envelope its pages came in."""
+    body = answer.body
+    if not answer.ok or not is_board_page(body) or "results" not in body:
+        return answer
+    renamed = {key: value for key, value in body.items() if key != "results"}
+    return Response(answer.status, {**renamed, "rows": body["results"]}, answer.headers, answer.is_json)
+
+
 def is_board_page(body: Any) -> bool:
     """One page of a task's board. A server from before pages answered the whole board without
     ``count`` and ``next``."""
-    return (isinstance(body, Mapping) and {"count", "next", "rows"} <= body.keys()
-            and isinstance(body["rows"], list))
+    return (isinstance(body, Mapping) and {"count", "next"} <= body.keys()
+            and isinstance(body.get(board_items(body)), list))
 
 
 def board_version(page: Response) -> tuple[Any, ...]:
@@ -337,7 +354,9 @@ class Client:
         req = self.build(method, path, json_body=json_body, fields=fields, files=files, token=token, query=query,
                          headers=headers)
         response = self.read_all(self.open(req, timeout))
-        if method == "GET" and response.ok and is_page(response.body) and not PAGE_PARAMETERS & set(query or {}):
+        # A query (or a link followed as it is) that names limit or offset asks for that one page.
+        asked = set(query or {}) | set(urllib.parse.parse_qs(urllib.parse.urlsplit(path).query))
+        if method == "GET" and response.ok and is_page(response.body) and not PAGE_PARAMETERS & asked:
             # Reading the first page again opens the same Request again, as open() does on retries.
             return self.read_other_pages(response, path, lambda: self.read_all(self.open(req, timeout)),
                                          token=token, timeout=timeout)
@@ -458,7 +477,7 @@ class Client:
         for _ in range(BOARD_READS):
             answer = self.read_board(path, query)
             if answer is not None:
-                return answer
+                return whole_board(answer)
         raise BoardChanged(task, BOARD_READS)
 
     def read_board(self, path: str, query: Mapping[str, Any]) -> Response | None:
@@ -466,7 +485,8 @@ class Client:
         first = self.call("GET", path, query=query)
         if not first.ok or not is_board_page(first.body) or not first.body["next"]:
             return first  # an error, a board from a server without pages, or a board of one page
-        rows, next_url = list(first.body["rows"]), first.body["next"]
+        items = board_items(first.body)
+        rows, next_url = list(first.body[items]), first.body["next"]
         for _ in range(MAX_PAGES):
             if not next_url:
                 break
@@ -475,9 +495,9 @@ class Client:
                 return page
             if board_version(page) != board_version(first):
                 return None
-            if not page.body["rows"]:
+            if not page.body.get(items):
                 break
-            rows += page.body["rows"]
+            rows += page.body[items]
             next_url = page.body["next"]
         if len(rows) != first.body["count"]:
             return None
@@ -486,7 +506,7 @@ class Client:
             return unchanged
         if not unchanged:
             return None
-        body = {**first.body, "next": None, "previous": None, "rows": rows}
+        body = {**first.body, "next": None, "previous": None, items: rows}
         return Response(first.status, body, first.headers, first.is_json)
 
     def board_unchanged(self, path: str, query: Mapping[str, Any], first: Response) -> bool | Response:

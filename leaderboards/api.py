@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark.models import Benchmark, Task, Visibility
+from core.api_paths import is_legacy_api_path
 from core.conditional import (
     CONDITIONAL_HEADERS,
     NOT_MODIFIED,
@@ -22,7 +23,7 @@ from core.conditional import (
     weaken_for_gzip,
     with_validators,
 )
-from core.query_params import page_limit, whole_number
+from core.query_params import LIMIT_SCHEMA, OFFSET_SCHEMA, page_limit, whole_number
 
 from .compare import CompareError, compare, visible_submission
 from .ordering import Order, OrderError, read_order
@@ -51,9 +52,9 @@ class BoardComputing(APIException):
 @extend_schema(
     summary="Ranked leaderboard, a page at a time, in any order the board page offers",
     parameters=[
-        OpenApiParameter("limit", int, description=f"rows per page (default {settings.API_PAGE_SIZE}, "
-                                                   f"at most {settings.API_MAX_PAGE_SIZE})"),
-        OpenApiParameter("offset", int, description="rows to skip (default 0)"),
+        OpenApiParameter("limit", dict(LIMIT_SCHEMA), description=f"rows per page (default {settings.API_PAGE_SIZE}; "
+                                                            f"a larger number is cut to {settings.API_MAX_PAGE_SIZE})"),
+        OpenApiParameter("offset", dict(OFFSET_SCHEMA), description="rows to skip (default 0)"),
         OpenApiParameter("sort", str, description="rank (default), tier, system, ci, fails (QUACKIE) or a metric key; "
                                                   "pinned rows (human performance) come first in every order"),
         OpenApiParameter("order", str, enum=["asc", "desc"],
@@ -160,7 +161,11 @@ def board_body(request: Request, task: Task, order: Order, limit: int | None, of
             "next": link(offset + limit) if offset + limit < count else None,
             "previous": link(max(offset - limit, 0)) if offset > 0 else None,
             "sort": order.sort, "order": "desc" if order.descending else "asc"}
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1] + ',"rows":[' + ",".join(rows) + "]}"
+    # The one envelope of every paged answer under /api/v1/ puts the items under "results"; the
+    # deprecated unversioned path keeps "rows", its answer of before (docs/client.md#versions).
+    items = "rows" if is_legacy_api_path(request) else "results"
+    return (json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1]
+            + f',"{items}":[' + ",".join(rows) + "]}")
 
 
 @extend_schema(summary="Average board: systems scored on every task, ranked by mean primary metric",

@@ -52,7 +52,8 @@ class LeaderboardSerializer(serializers.Serializer):
     previous = serializers.URLField(allow_null=True, help_text="the previous page, or null on the first")
     sort = serializers.CharField(help_text="the key the rows are in the order of")
     order = serializers.ChoiceField(choices=["asc", "desc"])
-    rows = LeaderboardRowSerializer(many=True)
+    results = LeaderboardRowSerializer(many=True, help_text="this page's rows (under `rows` on the deprecated "
+                                                            "unversioned path)")
 
 
 class AverageRowSerializer(serializers.Serializer):

@@ -3,6 +3,7 @@ from typing import Any
 from rest_framework import serializers
 
 from benchmark.models import Task
+from core.api_fields import name_field
 
 from .forms import EDITABLE_FIELDS, save_entry_edit
 from .models import DevSetUse, Submission
@@ -17,7 +18,7 @@ class SubmissionCreateSerializer(serializers.Serializer):
         help_text="skills: {\"original\": {...}, \"s1\": {...}} for span tasks; code: an interpreter "
                   "(.py or .zip) for QUACKIE tracks, run in the sandbox; model: a .zip whose root holds predict.py, "
                   "run in the sandbox on the test inputs (the only kind a task with hidden inputs takes)")
-    method_name = serializers.CharField(max_length=120)
+    method_name = name_field(120, help_text="the name shown on the board")
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     url = serializers.URLField(required=False, allow_blank=True, default="")
     dev_set_use = serializers.ChoiceField(choices=DevSetUse.choices, default=DevSetUse.NONE,
@@ -141,6 +142,7 @@ class UploadProblemSerializer(ProblemSerializer):
 class SubmissionUpdateSerializer(serializers.ModelSerializer):
     """PATCH by the owner: the fields of the web edit page (forms.EntryEditForm), same rules."""
 
+    method_name = name_field(120, required=False, help_text="the name shown on the board")
     description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
     team = serializers.CharField(required=False, allow_blank=True, max_length=120,
                                  help_text="the account's team: changes it for all the owner's entries")

@@ -66,7 +66,7 @@ def test_members_share_the_quota_and_their_entries_carry_the_team(task):
     third = api_for(alice).post(f"/api/v1/tasks/{task.slug}/submissions/",
                                 {"file": upload_file({}), "method_name": "A2"}, format="multipart")
     assert third.status_code == 429  # two uploads of the team used the day's quota
-    rows = Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]
+    rows = Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]
     assert {row["team"] for row in rows if row["method"] in ("A1", "B1")} == {"Lighthouse Lab"}
     assert api_for(bob).get(f"/api/v1/tasks/{task.slug}/quota/").json()["used"] == 2
     assert Submission.objects.filter(submitting_team__name="Lighthouse Lab").count() == 2
@@ -86,11 +86,11 @@ def test_the_team_picks_the_entry_that_counts_once_the_phase_is_closed(task):
     assert refused.status_code == 403  # not her team's entry
     assert api_for(bob).post(f"/api/v1/phases/{phase.pk}/selection/", {"submission": best},
                              format="json").status_code == 200  # any member picks for the team
-    before = [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]]
+    before = [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]]
     assert {"Best", "Latest", "Solo early", "Solo latest"} <= set(before)  # live: every entry shows
     Phase.objects.filter(pk=phase.pk).update(ends_at=timezone.now() - timedelta(seconds=1))
     phases.close_ended_phases()
-    after = [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]
+    after = [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]
              if row["kind"] == "submission"]
     assert after == ["Best", "Solo latest"]  # the team's pick; the researcher alone: her latest
     late = api_for(alice).post(f"/api/v1/phases/{phase.pk}/selection/", {"submission": best}, format="json")

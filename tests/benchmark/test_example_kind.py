@@ -80,7 +80,7 @@ def test_a_registered_kind_is_served_everywhere_without_a_product_change(yes_no_
     assert board.status_code == 200
     page = board.content.decode()
     assert "Always yes" in page and "BoolQ (Clark et al., 2019)" in page and "Accuracy" in page
-    api_rows = Client().get("/api/v1/tasks/yes-no-dev/leaderboard/").json()["rows"]
+    api_rows = Client().get("/api/v1/tasks/yes-no-dev/leaderboard/").json()["results"]
     assert [row["method"] for row in api_rows] == ["Always yes"]
     assert "Always yes" in Client().get("/tasks/yes-no-dev/leaderboard.csv").content.decode()
     assert Client().get("/benchmarks/yes-no/").status_code == 200

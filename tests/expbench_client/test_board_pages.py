@@ -26,10 +26,12 @@ class PagedBoard(JsonHandler):
     changes: dict = {}
     fail: dict = {}  # request number -> (status, body, headers)
     seen: list = []
+    items = "rows"  # where a page holds its rows: "results" on a server with the one envelope
 
     @classmethod
-    def reset(cls, size):
+    def reset(cls, size, items="rows"):
         cls.size, cls.version, cls.modified, cls.changes, cls.fail, cls.seen = size, 1, 0, {}, {}, []
+        cls.items = items
 
     @classmethod
     def change(cls, *, grow=0, same_second=False):
@@ -63,7 +65,7 @@ class PagedBoard(JsonHandler):
                  "scores": {"overall_f1": round(100 - n / 100, 2)}} for n in range(1, board.size + 1)]
         if sort == "system":
             rows.sort(key=lambda row: row["method"], reverse=order == "desc")
-        body = page(rows, PATH, query, key="rows", task="expmrc-squad", primary_metric="overall_f1",
+        body = page(rows, PATH, query, key=board.items, task="expmrc-squad", primary_metric="overall_f1",
                     test_set_version="v1", sort=sort, order=order)
         self.answer(200, body, validators)
 
@@ -182,3 +184,13 @@ def test_an_unknown_task_and_a_bad_sort_are_named(board_url, capsys):
 def test_sort_belongs_to_task_boards(capsys):
     assert main(["leaderboard", "--benchmark", "expmrc", "--sort", "rank"]) == 2
     assert "--sort and --order apply to a task's board" in capsys.readouterr().err
+
+
+def test_a_board_in_the_envelope_of_lists_comes_out_as_before(board_url, capsys):
+    """A server whose board pages hold their rows under ``results`` (the envelope of every list):
+    each page is asked for once, as its link says (never read on to the end by the list reader),
+    and the board comes out under ``rows``, as ``--json`` always printed it."""
+    PagedBoard.reset(2500, items="results")
+    board = leaderboard_json(board_url, capsys)
+    assert [row["rank"] for row in board["rows"]] == list(range(1, 2501)) and "results" not in board
+    assert [offset for offset, _ in asked(PagedBoard.seen)] == [0, 1000, 2000, 0]

@@ -203,12 +203,12 @@ class Stack:
         if status == 503:
             return None
         assert status == 200, first
-        rows, link = list(first["rows"]), first["next"]
+        rows, link = list(first["results"]), first["next"]
         while link:
             assert link.startswith(self.url), link  # the page links name this server
             status, page = self.request("GET", link[len(self.url):])
             assert status == 200, page
-            rows += page["rows"]
+            rows += page["results"]
             link = page["next"]
         assert len(rows) == first["count"], (len(rows), first["count"])
         return {**first, "next": None, "previous": None, "rows": rows}

@@ -77,7 +77,7 @@ def read_all(client, sort, order, limit):
     while url:
         page = client.get(url).json()
         assert page["count"] == 3 + 41 and page["sort"] == sort and page["order"] == order
-        rows += page["rows"]
+        rows += page["results"]
         url = page["next"]
     return rows
 
@@ -152,7 +152,7 @@ def test_the_deprecated_path_still_answers_the_whole_board():
     task = make_task(SLUG)
     seed_varied(task, 120, random.Random(2))
     assert len(Client().get(f"/api/tasks/{SLUG}/leaderboard/").json()["rows"]) == 123
-    assert len(Client().get(API).json()["rows"]) == 100
+    assert len(Client().get(API).json()["results"]) == 100
 
 
 def test_hidden_boards_stay_hidden_on_every_order():

@@ -65,7 +65,7 @@ def api_rows(client=None):
     client, url, rows = client or Client(), PAGES["api"], []
     while url:
         page = client.get(url).json()
-        rows += page["rows"]
+        rows += page["results"]
         url = page["next"]
     return rows
 

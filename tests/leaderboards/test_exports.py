@@ -59,7 +59,7 @@ def test_the_task_csv_has_the_boards_tiers_and_p_values_and_chinese_names(tmp_pa
     scored(task, make_user("carol"), half, "Half")
 
     rows = read_csv(Client().get(f"/tasks/{task.slug}/leaderboard.csv"))
-    board = {row["method"]: row for row in APIClient().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]}
+    board = {row["method"]: row for row in APIClient().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]}
     by_method = {row["method"]: row for row in rows}
     assert by_method[CHINESE]["team"] == "哈工大"
     assert by_method["'" + FORMULA]["team"] == "'@SUM(A1:A9)"

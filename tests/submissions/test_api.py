@@ -259,7 +259,7 @@ def test_leaderboard_ranks_by_overall_with_reported_rows(client, task, alice):
     hidden = submit(client, "expmrc-squad", perfect_predictions(gold), method_name="Hidden", public="false").json()["id"]
     for sid in (perfect, empty, hidden):
         score_submission(sid)
-    rows = APIClient().get("/api/v1/tasks/expmrc-squad/leaderboard/").json()["rows"]
+    rows = APIClient().get("/api/v1/tasks/expmrc-squad/leaderboard/").json()["results"]
     assert [(r["rank"], r["method"], r["reported"]) for r in rows] == [
         (None, "Human Performance", True),
         (1, "My system" if False else "Perfect", False),

@@ -43,7 +43,7 @@ def upload(user, task, predictions, name="Mine"):
 
 
 def board_methods(task):
-    return [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]]
+    return [row["method"] for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]]
 
 
 def close(phase):
@@ -108,7 +108,7 @@ def test_the_private_part_is_held_until_the_phase_ends_then_revealed(task):
     # Another entry right everywhere ties with it on the public part: nothing tells them apart.
     other = upload(make_user("bob"), task, answers(set(range(N_QUESTIONS))), name="Perfect").json()["id"]
     claim_and_score(other)
-    rows = {row["method"]: row for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["rows"]}
+    rows = {row["method"]: row for row in Client().get(f"/api/v1/tasks/{task.slug}/leaderboard/").json()["results"]}
     assert rows["Mine"]["scores"] == rows["Perfect"]["scores"] and rows["Mine"]["rank"] == rows["Perfect"]["rank"]
     assert rows["Mine"]["p_vs_leader"] in (None, 1.0)
 
