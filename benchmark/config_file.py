@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -740,7 +741,7 @@ def apply(config: BenchmarkFile, *, data_root: str | Path | None = None, dry_run
                         missing={place for place, path in files.items() if path is not None and not path.is_file()})
     with transaction.atomic():
         for entry in config.benchmarks:
-            report.attempt(lambda entry=entry: _apply_benchmark(entry, files, report))
+            report.attempt(partial(_apply_benchmark, entry, files, report))
         if report.problems:
             raise ConfigError(problem_listing(report.problems))
         if dry_run:
@@ -773,14 +774,13 @@ def _apply_benchmark(entry: BenchmarkEntry, files: dict[Place, Path | None], rep
     benchmark, status, changed = _sync(Benchmark, {"slug": entry.slug}, fields)
     report.add(f"benchmark {entry.slug}", status, ", ".join(changed))
     for task_entry in entry.tasks:
-        report.attempt(lambda task_entry=task_entry: _apply_task(benchmark, task_entry, files, report))
+        report.attempt(partial(_apply_task, benchmark, task_entry, files, report))
     for iset_entry in entry.interpretation_sets:
         if iset_entry.place not in report.missing:
-            report.attempt(lambda iset_entry=iset_entry: _apply_interpretation_set(
-                iset_entry, files[iset_entry.place], report))
+            report.attempt(partial(_apply_interpretation_set, iset_entry, files[iset_entry.place], report))
     for boards in entry.published_boards:
         if boards.place not in report.missing:
-            report.attempt(lambda boards=boards: _apply_boards(benchmark, boards, files[boards.place], report))
+            report.attempt(partial(_apply_boards, benchmark, boards, files[boards.place], report))
 
 
 def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path | None], report: LoadReport) -> None:
@@ -793,7 +793,7 @@ def _apply_task(benchmark: Benchmark, entry: TaskEntry, files: dict[Place, Path 
     report.add(f"task {entry.slug}", status, ", ".join(c.removesuffix("_id") for c in changed))
     for set_entry in entry.test_sets:
         if set_entry.place not in report.missing:
-            report.attempt(lambda set_entry=set_entry: _apply_test_set(task, set_entry, files[set_entry.place], report))
+            report.attempt(partial(_apply_test_set, task, set_entry, files[set_entry.place], report))
     for phase in entry.phases:
         _, phase_status, phase_changed = _sync(Phase, {"task": task, "name": phase.name}, phase.fields)
         report.add(f"phase {entry.slug} / {phase.name}", phase_status, ", ".join(phase_changed))

@@ -69,7 +69,7 @@ def _flag_rates(sizes: dict[str, int], accuracy: dict[str, float], replicates: i
     flags = {"weighted": 0, "published": 0, "chi_square": 0}
     for replicate in range(replicates):
         correct = rng.random(len(labels)) < chance
-        result = permutation.categorical_test(labels, correct, n_permutations=2_000, seed=replicate,
+        result = permutation.categorical_test(labels, correct.tolist(), n_permutations=2_000, seed=replicate,
                                               threshold=QUESTION_TYPE_THRESHOLD)
         flags["weighted"] += result["p_value"] < QUESTION_TYPE_THRESHOLD
         flags["published"] += result["p_value_published"] < QUESTION_TYPE_THRESHOLD
@@ -130,7 +130,7 @@ def bias_power(replicates: int = 300, seed: int = 0) -> dict[str, Any]:
         p_values = []
         for replicate in range(replicates):
             values = (rng.random(chance.size) < chance).astype(float)
-            groups = {f"subset {k}": part for k, part in enumerate(np.split(values, cuts))}
+            groups = {f"subset {k}": part.tolist() for k, part in enumerate(np.split(values, cuts))}
             p_values.append(linguistic.between_bin_test(groups, n_permutations=BIAS_PERMUTATIONS,
                                                         seed=replicate)["p_value"])
         p = np.array(p_values)
