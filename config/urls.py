@@ -16,6 +16,7 @@ from benchmark.api import BenchmarkViewSet, TaskViewSet
 from core.api_paths import API_PREFIX, CURRENT_API_PREFIX
 from leaderboards import api as board_api
 from leaderboards import embeds
+from leaderboards import views as board_views
 from submissions.api import SubmissionViewSet, phase_selection, task_quota, task_submissions
 from submissions.views import submit
 
@@ -97,6 +98,8 @@ urlpatterns = [
     # the page). No CSRF token: pages for anonymous readers are stored and shared, so they carry
     # none, and a forged post could only change the language a browser reads pages in.
     path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
+    # An entry's page, kept for anonymous visitors like a board's (leaderboards.views.entry_page).
+    path("submissions/<int:pk>/", board_views.entry_page),
     path("submissions/", include("submissions.urls")),
     path("tasks/<slug:slug>/submit/", submit, name="task-submit"),
     path("", include("benchmark.urls")),

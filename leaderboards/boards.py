@@ -173,6 +173,25 @@ def store_pairs(task: Task, prints: list[str | None], tested: dict[tuple[int, in
     PairTest.objects.bulk_create(list(kept.values()), batch_size=1000, ignore_conflicts=True)
 
 
+def pair_p_value(task: Task, first: list[Any], second: list[Any]) -> float:
+    """The paired test's p-value of two entries of ``task`` from their per-item primary scores
+    (``scoring.stats.paired_test``: symmetric, seed 0, ``TIER_RESAMPLES``): the one kept when
+    a board tested this pair for its tiers, else the test is run once here and kept, so a page
+    that shows it never runs it again."""
+    prints = sorted([score_fingerprint(first), score_fingerprint(second)])
+    if prints[0] == prints[1]:
+        return 1.0  # identical scores: the test's own answer
+    kept = PairTest.objects.filter(task=task, first=prints[0], second=prints[1],
+                                   resamples=settings.TIER_RESAMPLES).values_list("p_value", flat=True).first()
+    if kept is not None:
+        return kept
+    # Two entries ranked as a board ranks them: the tiers' test of the pair gives its p and z.
+    tested: dict[tuple[int, int], tuple[float, float]] = {}
+    significance_tiers([first, second], n_resamples=settings.TIER_RESAMPLES, seed=0, known_pairs=tested)
+    store_pairs(task, [score_fingerprint(first), score_fingerprint(second)], tested)
+    return tested[0, 1][0] if (0, 1) in tested else 1.0  # no item both define: no evidence of a difference
+
+
 def benchmark_average_rows(benchmark: Benchmark) -> tuple[list[Task], list[dict[str, Any]]]:
     """The benchmark-wide board: systems (same user and system name) with a public scored
     submission on every task of the benchmark, ranked by the mean of their primary metric.

@@ -3,16 +3,16 @@ skill gaps, CheckList failure rates, question-type accuracy and ICQ accuracy tes
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 
 from benchmark.models import Visibility
-from scoring.stats import paired_test
 from submissions import diagnostics
 from submissions.models import Status, Submission
 from submissions.selectors import item_scores_of
+
+from .boards import pair_p_value
 
 
 class CompareError(Exception):
@@ -31,7 +31,8 @@ def visible_submission(user: AbstractBaseUser | AnonymousUser, submission_id: st
     if not getattr(user, "is_staff", False):
         visible &= ~Q(task__visibility=Visibility.HIDDEN)
     sub = (Submission.objects.select_related("task", "test_set", "user__profile")
-           .defer("test_set__gold", "test_set__public_inputs", "test_set__diagnostics")
+           .defer("item_scores", "held_item_scores", "test_set__gold", "test_set__public_inputs",
+                  "test_set__diagnostics")
            .filter(visible, pk=pk, status=Status.SCORED).first())
     if sub is None:
         raise CompareError(f"no scored submission #{pk} visible to you")
@@ -71,9 +72,9 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
     if same_items:
         column = a.task.primary_index
         items = item_scores_of([a.pk, b.pk])
-        # On the items both entries define (a failed QUACKIE sample is left out, as from the means).
-        p = paired_test([r[column] for r in items[a.pk]], [r[column] for r in items[b.pk]],
-                        n_resamples=settings.TIER_RESAMPLES, seed=0)
+        # On the items both entries define (a failed QUACKIE sample is left out, as from the means):
+        # the test the board ran for its tiers when it ran this pair, else run once and kept.
+        p = pair_p_value(a.task, [r[column] for r in items[a.pk]], [r[column] for r in items[b.pk]])
         paired = {"applicable": True, "metric": a.task.primary_metric, "p_value": p, "significant": p < 0.05,
                   "test": "paired sign-flip permutation on per-question scores (two-sided)"}
 

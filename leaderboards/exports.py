@@ -5,15 +5,17 @@ Both are meant to be opened in a spreadsheet: they start with a UTF-8 byte order
 reads a CSV without one in the machine's legacy code page, and Chinese method names turn into
 mojibake) and every free-text cell that a spreadsheet would run as a formula is escaped."""
 import csv
-from collections.abc import Iterable
+import io
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse
 
-from benchmark.models import Benchmark, Task
+from benchmark.models import Benchmark, Task, Visibility
+from core.conditional import stored_response, strong_etag, unchanged, weaken_for_gzip, with_validators
 
-from .store import all_rows, benchmark_board, task_board
+from .page_states import benchmark_state
+from .store import RELEASE, all_rows, benchmark_board, board_state, current_stamp, task_board
 
 #: Excel decides a CSV's encoding from its first bytes: with this mark it reads UTF-8.
 BOM = "\ufeff"
@@ -38,14 +40,15 @@ def csv_p(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-def csv_response(filename: str, header: list[str], rows: Iterable[list[object]]) -> HttpResponse:
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response.write(BOM)
-    writer = csv.writer(response)
+def csv_response(header: list[str], rows: Iterable[list[object]]) -> HttpResponse:
+    """The CSV's bytes, written in one piece (the writer's many small writes to a response cost
+    more than the rows' encoding)."""
+    buffer = io.StringIO()
+    buffer.write(BOM)
+    writer = csv.writer(buffer)
     writer.writerow(header)
     writer.writerows(rows)
-    return response
+    return HttpResponse(buffer.getvalue().encode(), content_type=CSV_TYPE)
 
 
 TIER_COLUMNS = ["tier", "p_vs_above", "p_vs_leader", "p_adjusted"]
@@ -70,14 +73,49 @@ def task_csv_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterable[list[o
 def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """A task's board as on its page: one line per row, every metric with its 95% CI, the
     significance tier and its p-values (empty for reported rows, which have none)."""
-    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
+    # The hot path: one query decides between a 304, a CSV kept earlier and writing it.
+    state = board_state(slug)
+    if state is None or state.visibility not in Visibility.reachable_by(request.user):
+        raise Http404("No Task matches the given query.")
+    shown = current_stamp(state)
+    if shown is None:
+        return computing_response()
+    return kept_csv(request, [shown[0]], f"{slug}-leaderboard.csv", lambda: task_csv(state.task_id))
+
+
+def task_csv(task_id: int) -> HttpResponse:
+    task = Task.objects.get(pk=task_id)
     keys = [key for key, _ in task.metric_columns]
     header = (["rank", "method", "team", "date", "reported", "kind"] + keys + [f"{k}_ci_low" for k in keys]
               + [f"{k}_ci_high" for k in keys] + TIER_COLUMNS + ["source", "url"] + DECLARATION_COLUMNS)
     board = task_board(task)
     if board is None:
         return computing_response()
-    return csv_response(f"{task.slug}-leaderboard.csv", header, task_csv_rows(task, all_rows(board)))
+    return csv_response(header, task_csv_rows(task, all_rows(board)))
+
+
+#: How long a CSV written for anonymous visitors stays in the shared cache (its key names the
+#: stored board it was written from, so a board that changes gets a new one at once).
+CSV_CACHE_SECONDS = 600
+CSV_TYPE = "text/csv; charset=utf-8"
+
+
+def kept_csv(request: HttpRequest, parts: list[object], filename: str,
+             write: Callable[[], HttpResponse]) -> HttpResponse:
+    """A CSV with an ETag from ``parts``, or a 304 when the visitor has it; written once per
+    ETag for anonymous visitors and kept in the shared cache, plain and gzipped. What a signed-in
+    visitor downloads may show hidden tasks (maintainers): written for them, kept by no cache."""
+    private = request.user.is_authenticated
+    etag = strong_etag(RELEASE, "csv", private, *parts)
+    answer = unchanged(request, etag, private=private)
+    if answer is not None:
+        return answer
+    response = write() if private else stored_response(request, f"csv:{etag}", write, seconds=CSV_CACHE_SECONDS,
+                                                       content_type=CSV_TYPE)
+    if response.status_code != 200:
+        return response
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return weaken_for_gzip(with_validators(response, etag, private=private))
 
 
 def computing_response() -> HttpResponse:
@@ -91,18 +129,31 @@ def computing_response() -> HttpResponse:
 def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """A benchmark's average board: per system its rank, each task's primary metric (one column
     per task, named by its slug) and the average. The average is over public tasks only
-    (leaderboards.boards.benchmark_average_rows); a task the visitor may not see never gets a
-    column, even from a stored board computed before the task was hidden."""
-    benchmark = get_object_or_404(Benchmark, slug=slug)
+    (leaderboards.boards.benchmark_average_rows); an average computed before one of its tasks
+    was hidden is not given to a visitor who may not see that task until the worker has
+    computed it again."""
+    state = benchmark_state(slug)
+    if state is None:
+        raise Http404("No Benchmark matches the given query.")
+    return kept_csv(request, state.parts(Visibility.reachable_by(request.user)),
+                    f"{slug}-average-leaderboard.csv", lambda: average_csv(request, state.benchmark_id))
+
+
+def average_csv(request: HttpRequest, benchmark_id: int) -> HttpResponse:
+    benchmark = Benchmark.objects.get(pk=benchmark_id)
     board = benchmark_board(benchmark)
     if board is None:
         return computing_response()
     average = board.payload
     visible = set(Task.objects.visible_to(request.user).filter(benchmark=benchmark, slug__in=average["tasks"])
                   .values_list("slug", flat=True))
-    slugs = [task_slug for task_slug in average["tasks"] if task_slug in visible]
+    if len(visible) < len(average["tasks"]):
+        # A task of the average was hidden since: with the other columns the average would give
+        # its score away. Until the worker has computed it again without that task, none is given.
+        return computing_response()
+    slugs = list(average["tasks"])
     header = ["rank", "method", "team", "kind", "reported", *slugs, "average"]
     rows = ([row["rank"] or "", csv_text(row["method"]), csv_text(row["team"]), row["kind"], row["reported"]]
             + [csv_number(row["per_task"].get(task_slug)) for task_slug in slugs] + [csv_number(row["average"])]
             for row in average["rows"])
-    return csv_response(f"{benchmark.slug}-average-leaderboard.csv", header, rows)
+    return csv_response(header, rows)

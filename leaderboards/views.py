@@ -1,6 +1,7 @@
 """Public pages of the boards: home, task board, benchmark average board, skills board and the
 compare page (their CSV exports: leaderboards/exports.py)."""
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from django.contrib.messages import get_messages
@@ -18,11 +19,13 @@ from core.jobs import WAITING, JobStatus
 from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.analysis.skills import READING_LARGE
 from scoring.stats import TIER_PROCEDURE
+from submissions import views as submission_views
 from submissions.selectors import public_skill_submissions
 
 from . import wording
 from .compare import CompareError, compare, visible_submission
 from .ordering import Order, OrderError, read_order, sort_keys
+from .page_states import benchmark_state, entry_state
 from .store import (
     RELEASE,
     benchmark_board,
@@ -282,12 +285,26 @@ def cue_table(test_set: TestSet | None) -> dict[str, Any] | None:
 
 
 def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    benchmark = get_object_or_404(Benchmark, slug=slug)
+    # The hot path: two queries decide between a 304, a page rendered earlier and rendering.
+    state = benchmark_state(slug)
+    if state is None:
+        raise Http404("No Benchmark matches the given query.")
+    parts = state.parts(Visibility.listed_for(request.user))
+    return conditional_page(request, parts, lambda: benchmark_page(request, state.benchmark_id))
+
+
+def benchmark_page(request: HttpRequest, benchmark_id: int) -> HttpResponse:
+    benchmark = Benchmark.objects.get(pk=benchmark_id)
     board = benchmark_board(benchmark)
-    # None: its first computation is queued: the page says so and updates itself.
     average = board.payload if board is not None else {"tasks": [], "rows": []}
-    averaged = {task.slug: task for task in benchmark.tasks.filter(slug__in=average["tasks"])}
-    tasks = [averaged[slug] for slug in average["tasks"]]
+    averaged = {task.slug: task for task in benchmark.tasks.visible_to(request.user).filter(slug__in=average["tasks"])}
+    # An average computed before one of its tasks was hidden is not shown to those who may not
+    # see that task (with the other columns it gives that task's score away) until the worker
+    # has computed it again without it.
+    stale = any(task_slug not in averaged for task_slug in average["tasks"])
+    if stale:
+        board, average = None, {"tasks": [], "rows": []}
+    tasks = [averaged[task_slug] for task_slug in average["tasks"]]
     rows = average["rows"]
     for row in rows:
         row["cells"] = [row["per_task"][task.slug] for task in tasks]
@@ -300,6 +317,7 @@ def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "show_average": len(tasks) > 1, "average_note": wording.average_note(tasks),
         "average_title": wording.average_title(tasks), "average_scope": wording.average_scope(tasks),
         "kinds": wording.kinds_of([b["task"] for b in boards]), "bibtex": wording.bibtex_for(benchmark),
+        # None: its first computation is queued: the page says so and updates itself.
         "computing": board is None or any(b["computing"] for b in boards),
     })
 
@@ -331,8 +349,37 @@ def task_skills(request: HttpRequest, slug: str) -> HttpResponse:
     })
 
 
+def entry_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """An entry's page (submissions.views.detail): for anonymous visitors of a public entry,
+    rendered once per state of the entry (``page_states.entry_state``) and kept like a board's
+    page. Its owner and maintainers see more (the phase choice, the rename trail): theirs is
+    rendered on each visit."""
+    if request.user.is_authenticated:
+        return submission_views.detail(request, pk)
+    state = entry_state(pk)
+    if state is None or not state.public:
+        return submission_views.detail(request, pk)  # its 404
+    return conditional_page(request, ["entry", ENTRY_RELEASE, state.digest],
+                            lambda: submission_views.detail(request, pk))
+
+
+#: What changes when a deploy changes how an entry's page is built (its view lives in submissions).
+ENTRY_RELEASE = Path(submission_views.__file__).stat().st_mtime_ns
+
+
 def compare_page(request: HttpRequest) -> HttpResponse:
-    context: dict[str, Any] = {"a_id": request.GET.get("a", ""), "b_id": request.GET.get("b", "")}
+    a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
+    if not request.user.is_authenticated and a_id.isdigit() and b_id.isdigit():
+        # Two public entries compared for anonymous visitors: rendered once per state of the two.
+        states = [entry_state(int(a_id)), entry_state(int(b_id))]
+        if all(state is not None and state.public for state in states):
+            parts = ["compare", a_id, b_id, *(state.digest for state in states if state is not None)]
+            return conditional_page(request, parts, lambda: comparison(request, a_id, b_id))
+    return comparison(request, a_id, b_id)
+
+
+def comparison(request: HttpRequest, a_id: str, b_id: str) -> HttpResponse:
+    context: dict[str, Any] = {"a_id": a_id, "b_id": b_id}
     if context["a_id"] or context["b_id"]:
         try:
             a = visible_submission(request.user, context["a_id"])

@@ -1,27 +1,31 @@
-"""Web tier throughput as a board grows: N = 10, 100, 1,000 and 10,000 scored public entries on
-the SQuAD task of the demo (expmrc-squad, 501 questions; every entry has its 501 per-question
-rows of 3 metrics, as a real scored SQuAD file has), served by gunicorn with 2 sync workers as
-scripts/run.sh starts it (embedded default: SQLite, the shared file cache).
+"""Every public page of a big board against a static file of the same bytes, served by the
+same gunicorn (2 sync workers, as scripts/run.sh starts it) in the same run, interleaved.
 
-Peer, measured in the same run on the same server, interleaved with the pages: a bare Django
-view (``HttpResponse("ok")`` behind the same middleware) that this script adds for itself: the
-server runs ``perf.web:application``, config.wsgi's application with ``/perf/bare/`` in front of
-the site's own URLs, so the product never ships it. (``/healthz`` is not bare: it writes to the
-cache and checks the broker folder on every call.)
+A temporary deployment (migrate + load_demo) on PostgreSQL (127.0.0.1:5432, trust auth: the
+script creates its own database and drops it at the end) or, with ``--sqlite``, the embedded
+default (SQLite, the shared file cache). The SQuAD task of the demo (expmrc-squad, 501
+questions) gets ``--entries`` scored public entries (default 10,000), each with its 501
+per-question rows of 3 metrics as a real scored SQuAD file has; every board is then computed
+once as the worker computes it after a change (real significance tiers, 10,000 resamples).
 
-Per N it prints requests/s of the task board page, its API, the home page and the bare view
-(8 concurrent clients asking for gzip as browsers do, one connection per request: gunicorn's
-sync workers close each one), their ratios to the bare view, and the SQL queries of a request
-that finds the page rendered and of one that renders it (counted in-process with
-``CaptureQueriesContext`` on the same database). The board page and its API show the first page
-(100 rows) of the board. Before the load starts, every board is computed once as the worker
-computes it after a change, real significance tiers included ("boards warmed in" gives that
-time per N). The last line is ``ratio: <board page RPS / bare RPS at N=1,000>``.
+Pages (anonymous visitors asking for gzip, as browsers and scripting libraries do): the task
+board (first page of 100 rows), its API answer, the home page, the benchmark's average board,
+an entry's page, the compare page of the two best entries, the task board's CSV, the
+benchmark's average CSV and the task's public inputs download. Each page is fetched once
+through a first server; its plain bytes and their gzip are written as a static file that
+WhiteNoise serves (as it serves the site's own static files, the ``.gz`` to a client that
+accepts gzip). A second server then serves both: per page, ``concurrency`` clients load the
+page and its static copy in interleaved rounds (one connection per request: gunicorn's sync
+workers close each one).
 
-    .venv/bin/python perf/web.py            # N = 10, 100, 1,000, 10,000 (about 20 minutes)
-    .venv/bin/python perf/web.py --quick    # N = 10, 1,000, shorter rounds
+It prints one line per page: requests/s of the page and of its static copy, their ratio, the
+bytes sent; the last line is ``ratio: X``, the worst page's ratio.
+
+    .venv/bin/python perf/web.py                        # PostgreSQL, 10,000 entries (about 5 minutes)
+    .venv/bin/python perf/web.py --sqlite --entries 1000 --seconds 2 --rounds 2
 """
 import argparse
+import gzip
 import http.client
 import os
 import random
@@ -29,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,51 +42,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-BARE_PATH = "/perf/bare/"
 TASK_SLUG = "expmrc-squad"
+BENCHMARK_SLUG = "expmrc"
 CONCURRENCY = 8
 #: What every request sends: browsers and scripting libraries (requests, httpx) ask for gzip.
 CLIENT_HEADERS = {"Accept-Encoding": "gzip"}
-
-
-# -- the server side: gunicorn loads perf.web:application -----------------------------------
-def bare_view(request: Any) -> Any:
-    from django.http import HttpResponse  # noqa: PLC0415  # Django is set up by the time a request comes
-
-    return HttpResponse("ok", content_type="text/plain")
-
-
-def __getattr__(name: str) -> Any:
-    """This module is also the server's URLconf: the bare view, then the site's own URLs. Built
-    on first use, once Django is set up (a module-level ``include`` would import config.urls
-    before the settings are loaded)."""
-    if name == "urlpatterns":
-        from django.urls import path  # noqa: PLC0415
-
-        from config import urls  # noqa: PLC0415
-
-        return [path(BARE_PATH.strip("/") + "/", bare_view), *urls.urlpatterns]
-    raise AttributeError(name)
-
-
-_handler = None
-
-
-def application(environ: dict, start_response: Any) -> Any:
-    """config.wsgi's application, with this module as the URLconf of every request."""
-    global _handler
-    if _handler is None:
-        from django.core.handlers.wsgi import WSGIHandler  # noqa: PLC0415
-
-        import config.wsgi  # noqa: F401, PLC0415  # sets up Django as the product does
-
-        class BenchHandler(WSGIHandler):
-            def get_response(self, request: Any) -> Any:
-                request.urlconf = __name__
-                return super().get_response(request)
-
-        _handler = BenchHandler()
-    return _handler(environ, start_response)
+POSTGRES = "postgres://postgres@127.0.0.1:5432/"
 
 
 # -- the client side ------------------------------------------------------------------------
@@ -127,6 +93,7 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[in
         connection.close()
 
 
+# -- the data -------------------------------------------------------------------------------
 def seed(task: Any, upto: int, rng: random.Random) -> None:
     """Scored public entries on ``task`` until it has ``upto``: 501 per-question rows of
     [answer F1, evidence F1, overall F1] each, the scores their means, a CI around them, from a
@@ -136,6 +103,7 @@ def seed(task: Any, upto: int, rng: random.Random) -> None:
     from django.utils import timezone  # noqa: PLC0415
 
     from accounts.models import Profile  # noqa: PLC0415
+    from benchmark.models import boards_changed  # noqa: PLC0415
     from submissions.models import Status, Submission  # noqa: PLC0415
     from submissions.scorers import current_scorer_version  # noqa: PLC0415
 
@@ -168,124 +136,138 @@ def seed(task: Any, upto: int, rng: random.Random) -> None:
             batch = []
     if batch:
         Submission.objects.bulk_create(batch)
-    # bulk_create sends no signals: tell the boards, as every write through the product does.
-    from benchmark import models as benchmark_models  # noqa: PLC0415
-
-    if hasattr(benchmark_models, "boards_changed"):  # absent in the code before stored boards
-        benchmark_models.boards_changed([task.pk])
+    boards_changed([task.pk])  # bulk_create sends no signals: tell the boards, as every write does
 
 
-def warm_boards() -> None:
-    """Compute every board once, as the worker does after a change (ranking, CIs and the real
-    significance tiers), so requests find their board stored as they would in steady state."""
+def pages(task: Any) -> dict[str, str]:
+    """The public pages, by name: the entry page and the compare page show the two best entries."""
+    from submissions.models import Submission  # noqa: PLC0415
+
+    primary = task.primary_metric
+    scored = sorted(Submission.objects.filter(task=task, public=True).values_list("pk", "scores"),
+                    key=lambda pair: -(pair[1].get(primary) or 0))
+    best, second = scored[0][0], scored[1][0]
+    return {"board": f"/tasks/{TASK_SLUG}/", "api": f"/api/v1/tasks/{TASK_SLUG}/leaderboard/", "home": "/",
+            "average": f"/benchmarks/{BENCHMARK_SLUG}/", "entry": f"/submissions/{best}/",
+            "compare": f"/compare/?a={best}&b={second}", "csv": f"/tasks/{TASK_SLUG}/leaderboard.csv",
+            "average_csv": f"/benchmarks/{BENCHMARK_SLUG}/leaderboard.csv",
+            "inputs": f"/tasks/{TASK_SLUG}/inputs.json"}
+
+
+def create_database() -> str:
+    import psycopg  # noqa: PLC0415
+
+    name = f"expbench_perf_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(POSTGRES + "postgres", autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return name
+
+
+def drop_database(name: str) -> None:
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(POSTGRES + "postgres", autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def serve(stack: Any, name: str) -> None:
+    from tests.integration.stack import BIN, free_port  # noqa: PLC0415
+
+    stack.port = free_port()
+    stack._spawn(name, [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{stack.port}",
+                        "--workers", "2", "--timeout", "600"])
+    stack._wait(lambda: stack._get_status("/healthz") in (200, 503), "gunicorn", name, timeout=120)
+
+
+def measure(stack: Any, args: argparse.Namespace) -> list[tuple[str, float]]:
+    """Seed, warm, write the static copies, load every page and its copy; (page, ratio) rows."""
+    import django  # noqa: PLC0415
+
+    os.environ.clear()
+    os.environ.update(stack.env)  # this process works on the same database and cache as the server
+    django.setup()
     from benchmark.models import Task  # noqa: PLC0415
-    from leaderboards import boards  # noqa: PLC0415
+    from leaderboards import store  # noqa: PLC0415
 
-    try:
-        from leaderboards import store  # noqa: PLC0415
-    except ImportError:
-        store = None
-    for task in Task.objects.all():
-        boards.leaderboard_rows(task)
-    if store is not None:
-        store.rebuild_all()
-
-
-def queries_per_request(paths: dict[str, str]) -> dict[str, str]:
-    """Per page, the SQL queries of a request that renders it (the first after the board changed)
-    and of one that finds it rendered (every later one), as "served/rendered"."""
-    from django.db import connection  # noqa: PLC0415
-    from django.test import Client  # noqa: PLC0415
-    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
-
-    client = Client()
-    counts = {}
-    for name, path in paths.items():
-        found = []
-        for _ in range(2):
-            with CaptureQueriesContext(connection) as captured:
-                response = client.get(path)
-            assert response.status_code == 200, (path, response.status_code)
-            found.append(len(captured.captured_queries))
-        counts[name] = f"{found[1]}/{found[0]}"
-    return counts
+    task = Task.objects.get(slug=TASK_SLUG)
+    started = time.perf_counter()
+    seed(task, args.entries, random.Random(0))
+    seeded = time.perf_counter() - started
+    started = time.perf_counter()
+    store.rebuild_all()  # as the worker does after a change: ranking, CIs, significance tiers
+    print(f"{args.entries:,} entries seeded in {seeded:.0f} s, boards computed in "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+    addresses = pages(task)
+    static_root = Path(stack.env["EXPBENCH_VAR_DIR"]) / "staticfiles"
+    static_root.mkdir(parents=True, exist_ok=True)
+    # WhiteNoise finds static files when it starts: a first server gives the pages' bytes.
+    serve(stack, "build")
+    sizes = {}
+    for name, path in addresses.items():
+        started = time.perf_counter()
+        status, _, plain = get(stack.port, path)
+        first = time.perf_counter() - started
+        assert status == 200, (path, status)
+        packed = get(stack.port, path, CLIENT_HEADERS)[2]
+        (static_root / f"perf-{name}.html").write_bytes(plain)
+        (static_root / f"perf-{name}.html.gz").write_bytes(gzip.compress(plain, 6))
+        sizes[name] = (len(plain), len(packed), first)
+    stack.kill("build")
+    serve(stack, "web")
+    for name, path in addresses.items():  # each worker's first request of each address: not counted
+        for address in (path, f"/static/perf-{name}.html"):
+            for _ in range(4):
+                assert get(stack.port, address, CLIENT_HEADERS)[0] == 200, address
+    ratios = []
+    print(f"requests/s, gunicorn 2 sync workers, {args.concurrency} concurrent clients, {args.rounds} interleaved "
+          f"rounds of {args.seconds:g} s per address; static: the page's own bytes as a static file", flush=True)
+    for name, path in addresses.items():
+        done, spent = {"page": 0, "static": 0}, {"page": 0.0, "static": 0.0}
+        for _ in range(args.rounds):
+            for which, address in (("page", path), ("static", f"/static/perf-{name}.html")):
+                count, elapsed = load(stack.port, address, args.seconds, args.concurrency)
+                done[which] += count
+                spent[which] += elapsed
+        page, static = done["page"] / spent["page"], done["static"] / spent["static"]
+        plain, packed, first = sizes[name]
+        ratios.append((name, page / static))
+        print(f"{name:>12}: {page:8.1f}/s  static {static:8.1f}/s  ratio {page / static:.3f}  "
+              f"({plain:,} bytes, {packed:,} gzipped; first answer {first:.2f} s)  {path}", flush=True)
+    return ratios
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N = 10 and 1,000 only, shorter rounds")
+    parser.add_argument("--sqlite", action="store_true", help="the embedded default (SQLite) instead of PostgreSQL")
+    parser.add_argument("--entries", type=int, default=10000, help="scored public entries on the task (10,000)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one round per address")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY)
     args = parser.parse_args()
-    sizes = [10, 1000] if args.quick else [10, 100, 1000, 10000]
-    rounds, seconds = (2, 2.0) if args.quick else (3, 4.0)
 
-    from tests.integration.stack import BIN, Stack, free_port  # noqa: PLC0415
+    from tests.integration.stack import Stack  # noqa: PLC0415
 
-    with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        stack = Stack(tmp).setup()
-        print(f"migrate + load_demo: {time.perf_counter() - started:.0f} s", flush=True)
-        # This process works on the same database and shared cache as the server.
-        os.environ.clear()
-        os.environ.update(stack.env)
-        import django  # noqa: PLC0415
+    database = None if args.sqlite else create_database()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            stack = Stack(tmp, database_url=POSTGRES + database if database else None)
+            stack.setup()
+            print(f"{'PostgreSQL' if database else 'SQLite'}: migrate + load_demo "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+            try:
+                ratios = measure(stack, args)
+            finally:
+                stack.stop()
+    finally:
+        if database:
+            from django.db import connections  # noqa: PLC0415
 
-        django.setup()
-        from benchmark.models import Task  # noqa: PLC0415
-
-        task = Task.objects.get(slug=TASK_SLUG)
-        paths = {"board": f"/tasks/{TASK_SLUG}/", "api": f"/api/v1/tasks/{TASK_SLUG}/leaderboard/", "home": "/",
-                 "bare": BARE_PATH}
-        stack.port = free_port()
-        stack._spawn("web", [str(BIN / "gunicorn"), "perf.web:application", "--bind", f"127.0.0.1:{stack.port}",
-                             "--workers", "2", "--timeout", "600"])
-        stack._wait(lambda: stack._get_status(BARE_PATH) == 200, "gunicorn", "web")
-        rng = random.Random(0)
-        table = []
-        try:
-            for n in sizes:
-                started = time.perf_counter()
-                seed(task, n, rng)
-                seeded = time.perf_counter() - started
-                started = time.perf_counter()
-                warm_boards()
-                warmed = time.perf_counter() - started
-                queries = queries_per_request({k: v for k, v in paths.items() if k != "bare"})
-                sizes = {name: (len(get(stack.port, path, {})[2]), len(get(stack.port, path, CLIENT_HEADERS)[2]))
-                         for name, path in paths.items() if name != "bare"}
-                for path in paths.values():  # each worker's first request of each page: not counted
-                    for _ in range(4):
-                        get(stack.port, path)
-                done = {name: 0 for name in paths}
-                spent = {name: 0.0 for name in paths}
-                for _ in range(rounds):
-                    for name, path in paths.items():
-                        count, elapsed = load(stack.port, path, seconds)
-                        done[name] += count
-                        spent[name] += elapsed
-                rps = {name: done[name] / spent[name] for name in paths}
-                table.append((n, rps, queries, sizes))
-                print(f"N={n}: seeded in {seeded:.0f} s, boards warmed in {warmed:.0f} s; "
-                      + ", ".join(f"{name} {rps[name]:.1f}/s ({done[name]} requests)" for name in paths),
-                      flush=True)
-        finally:
-            stack.stop()
-
-    print()
-    print(f"requests/s, gunicorn 2 sync workers, {CONCURRENCY} concurrent clients, {rounds} interleaved rounds "
-          f"of {seconds:.0f} s per page; SQL queries per request in parentheses (served as rendered before / "
-          f"rendering)")
-    print(f"{'N':>6} {'board':>16} {'API':>16} {'home':>16} {'bare':>8} {'board/bare':>11} {'API/bare':>9} "
-          f"{'home/bare':>10}")
-    for n, rps, queries, _ in table:
-        print(f"{n:>6} {rps['board']:>8.1f} ({queries['board']:>5}) {rps['api']:>8.1f} ({queries['api']:>5}) "
-              f"{rps['home']:>8.1f} ({queries['home']:>5}) {rps['bare']:>8.1f} {rps['board'] / rps['bare']:>11.3f} "
-              f"{rps['api'] / rps['bare']:>9.3f} {rps['home'] / rps['bare']:>10.3f}")
-    print()
-    print("bytes per answer, plain -> gzip:")
-    for n, _, _, sizes in table:
-        print(f"{n:>6} " + "  ".join(f"{name} {plain:,} -> {packed:,}" for name, (plain, packed) in sizes.items()))
-    at_1000 = next(rps for n, rps, _, _ in table if n == 1000)
-    print(f"ratio: {at_1000['board'] / at_1000['bare']:.3f}")
+            connections.close_all()
+            drop_database(database)
+    worst = min(ratios, key=lambda pair: pair[1])
+    print(f"worst: {worst[0]}")
+    print(f"ratio: {worst[1]:.3f}")
 
 
 if __name__ == "__main__":
