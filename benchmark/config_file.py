@@ -325,7 +325,9 @@ def _list(value: Any) -> list[Any]:
 # (check, required) per field; the first group of each level is stored on the model as is.
 BENCHMARK_FIELDS = {"slug": (_slug(Benchmark), True), "name": (_text(Benchmark, "name"), True),
                     "description": (_text(), False), "url": (_url, False), "citation": (_text(), False),
-                    "order": (_count, False)}
+                    "order": (_count, False), "license": (_text(Benchmark, "license"), False),
+                    "license_url": (_url, False), "overview": (_text(), False), "evaluation": (_text(), False),
+                    "terms": (_text(), False)}
 BENCHMARK_KEYS = {**BENCHMARK_FIELDS, "data_dir": (_text(), False), "tasks": (_list, False),
                   "interpretation_sets": (_list, False), "published_boards": (_list, False)}
 TASK_FIELDS = {"slug": (_slug(Task), True), "name": (_text(Task, "name"), True),
@@ -336,7 +338,9 @@ TASK_FIELDS = {"slug": (_slug(Task), True), "name": (_text(Task, "name"), True),
                "ranking_rule": (_choice(RankingRule.values), False),
                "accepts_submissions": (_boolean, False), "daily_quota": (_count_or_null, False),
                "inputs": (_choice(InputsAccess.values), False), "model_max_bytes": (_count_or_null, False),
-               "model_budget": (_model_budget, False)}
+               "model_budget": (_model_budget, False), "requires_code_url": (_boolean, False),
+               "requires_paper_url": (_boolean, False), "public_predictions": (_boolean, False),
+               "public_model_files": (_boolean, False)}
 TASK_KEYS = {**TASK_FIELDS, "test_sets": (_list, False), "reported": (_list, False), "phases": (_list, False)}
 PHASE_FIELDS = {"name": (_text(Phase, "name"), True), "starts_at": (_utc_datetime, True),
                 "ends_at": (_utc_datetime, True), "daily_quota": (_count_or_null, False),

@@ -22,6 +22,14 @@ class Benchmark(models.Model):
     url = models.URLField(blank=True)
     citation = models.TextField(blank=True)
     order = models.PositiveIntegerField(default=0)
+    # The licence of the inputs researchers download (shown on the pages and in inputs.json).
+    license = models.CharField(max_length=100, blank=True, help_text='e.g. "CC BY-SA 4.0"; empty: not stated.')
+    license_url = models.URLField(blank=True)
+    # The benchmark's own pages (plain text, blank lines between paragraphs): what it measures,
+    # how entries are evaluated, the terms of taking part. Empty: the page says what the site knows.
+    overview = models.TextField(blank=True)
+    evaluation = models.TextField(blank=True)
+    terms = models.TextField(blank=True)
 
     class Meta:
         ordering = ["order", "name"]
@@ -113,6 +121,15 @@ class Task(models.Model):
     daily_quota = models.PositiveIntegerField(
         null=True, blank=True, help_text="Submissions per user per UTC day; empty = site default."
     )
+    # What an upload must declare: a maintainer may ask every entry for its code or its paper.
+    requires_code_url = models.BooleanField(default=False, help_text="Uploads must give the URL of their code.")
+    requires_paper_url = models.BooleanField(default=False, help_text="Uploads must give the URL of their paper.")
+    # What anyone may download of a public scored entry besides its results (leaderboards/downloads.py).
+    public_predictions = models.BooleanField(
+        default=False, help_text="Anyone may download the prediction file of a public scored entry (never for a "
+                                 "task with hidden inputs, never before a phase's private part is revealed).")
+    public_model_files = models.BooleanField(
+        default=False, help_text="Anyone may download the model bundle or interpreter code of a public scored entry.")
 
     objects = TaskQuerySet.as_manager()
 

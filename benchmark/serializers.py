@@ -9,7 +9,9 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Benchmark
-        fields = ["slug", "name", "description", "url", "citation", "tasks"]
+        fields = ["slug", "name", "description", "url", "citation", "license", "license_url", "tasks"]
+        extra_kwargs = {"license": {"help_text": "the licence of the inputs researchers download (empty: not "
+                                                 "stated)"}}
 
     def get_tasks(self, benchmark: Benchmark) -> list[str]:
         # Hidden tasks are staff only and unlisted ones are not listed: neither is named here.
@@ -63,7 +65,8 @@ class TaskSerializer(serializers.ModelSerializer):
         fields = [
             "slug", "name", "benchmark", "kind", "language", "description",
             "metrics", "primary_metric", "accepts_submissions", "visibility", "ranking_rule", "test_set", "inputs",
-            "submission_kinds", "phases",
+            "submission_kinds", "phases", "requires_code_url", "requires_paper_url", "public_predictions",
+            "public_model_files",
         ]
         read_only_fields = fields
 
@@ -104,7 +107,8 @@ class TaskSettingsSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Task
-        fields = ["visibility", "ranking_rule", "accepts_submissions", "daily_quota", "inputs"]
+        fields = ["visibility", "ranking_rule", "accepts_submissions", "daily_quota", "inputs", "requires_code_url",
+                  "requires_paper_url", "public_predictions", "public_model_files"]
 
     def validate(self, data: dict) -> dict:
         task = self.instance

@@ -1,4 +1,4 @@
-"""Downloads of the catalogue: a task's public inputs (never its gold).
+"""Downloads of the catalogue: a task's public inputs (never its gold), with their licence.
 
 The inputs are large (the CheckList items are 26.6 MB of JSON) and change only with a new test
 set, so their answers carry an ETag and Last-Modified from the test set and a client that holds
@@ -22,12 +22,29 @@ INPUTS_HIDDEN = ("The test inputs of {slug} are hidden: they are never served. U
                  "which runs on them on the server; see docs/model_submissions.md.")
 
 
-def inputs_etag(test_set: TestSet, representation: str) -> str:
+def inputs_license(task: Task) -> dict[str, str] | None:
+    """The licence of the task's inputs as the download states it (its benchmark's), or None
+    when the benchmark states none."""
+    benchmark = task.benchmark
+    return {"name": benchmark.license, "url": benchmark.license_url} if benchmark.license else None
+
+
+def licensed(inputs: Any, license: dict[str, str] | None) -> Any:
+    """The inputs with their licence as the first member (``license``), unless the dataset's own
+    layout already has one or is not an object."""
+    if license is None or not isinstance(inputs, dict) or "license" in inputs:
+        return inputs
+    return {"license": license, **inputs}
+
+
+def inputs_etag(test_set: TestSet, representation: str, license: dict[str, str] | None = None) -> str:
     """Strong: the inputs of a test set row are written once, with the version and the checksum
     of the file they come from (a different file needs a new version, benchmark.importers); the
     row's id tells a re-import apart. ``representation``: how they are encoded (the download's
-    JSON, or the API's renderer), since a strong ETag names the bytes."""
-    return strong_etag("inputs", test_set.pk, test_set.version, test_set.checksum, representation)
+    JSON, or the API's renderer), since a strong ETag names the bytes; so does the licence they
+    carry, which a maintainer may state later."""
+    return strong_etag("inputs", test_set.pk, test_set.version, test_set.checksum, representation,
+                       *(license or {}).values())
 
 
 def inputs_modified(test_set: TestSet) -> datetime:
@@ -43,15 +60,27 @@ def inputs_answer(request: HttpRequest, task: Task, test_set: TestSet, represent
     kept on disk (``core.conditional.stored_file_answer``): later downloads read a file. Without
     it (a representation that depends on the request, e.g. the browsable API) ``respond(inputs)``
     answers. A hidden task's inputs are for staff: no shared cache may keep them."""
-    etag, modified = inputs_etag(test_set, representation), inputs_modified(test_set)
+    license = inputs_license(task)
+    etag, modified = inputs_etag(test_set, representation, license), inputs_modified(test_set)
     current = unchanged(request, etag, modified, private=task.is_hidden)
     if current is not None:
-        return current
+        return with_license_link(current, license)
     if encode is None:
-        return with_validators(respond(read_inputs(test_set)), etag, modified, private=task.is_hidden)
+        response = with_validators(respond(licensed(read_inputs(test_set), license)), etag, modified,
+                                   private=task.is_hidden)
+        return with_license_link(response, license)
     stem = Path(settings.MEDIA_ROOT) / "inputs" / etag.strip('"')
-    response = stored_file_answer(request, stem, lambda: encode(read_inputs(test_set)), content_type=content_type)
-    return weaken_for_gzip(with_validators(response, etag, modified, private=task.is_hidden))
+    response = stored_file_answer(request, stem, lambda: encode(licensed(read_inputs(test_set), license)),
+                                  content_type=content_type)
+    return with_license_link(weaken_for_gzip(with_validators(response, etag, modified, private=task.is_hidden)),
+                             license)
+
+
+def with_license_link(response: HttpResponse, license: dict[str, str] | None) -> HttpResponse:
+    """``Link: <url>; rel="license"`` (RFC 4946): the licence, for a client that reads headers only."""
+    if license and license["url"]:
+        response["Link"] = f'<{license["url"]}>; rel="license"'
+    return response
 
 
 def current_inputs_version(task: Task) -> TestSet | None:

@@ -66,6 +66,10 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
         "No phase is open",
         "The task takes submissions only while one of its phases is open; `detail` lists the phases' "
         "windows in UTC."),
+    "declaration-required": (
+        "A link the task requires is missing",
+        "The task's maintainers require every upload to give the URL of its code or of its paper; `errors` "
+        "names the field left out. Nothing was stored and the quota is not charged."),
     "conflict": (
         "Not possible in the current state",
         "The action does not fit the resource's current state, e.g. cancelling a submission "

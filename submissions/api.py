@@ -56,6 +56,9 @@ def refusal(exc: intake.SubmissionRefused) -> Problem:
         retry_after = max(1, math.ceil((exc.quota["resets_at"] - timezone.now()).total_seconds()))
         return Problem(exc.status_code, exc.message, "quota-exceeded", dict(QuotaSerializer(exc.quota).data),
                        wait=retry_after)
+    if isinstance(exc, intake.DeclarationRequired):
+        return Problem(exc.status_code, exc.message, exc.problem_type,
+                       {"errors": [{"field": name, "detail": why} for name, why in exc.missing]})
     kind = exc.problem_type or ("conflict" if exc.status_code == 409 else "submission-refused")
     return Problem(exc.status_code, exc.message, kind)
 
@@ -75,7 +78,8 @@ def task_quota(request: Request, slug: str) -> Response:
     request={"multipart/form-data": SubmissionCreateSerializer},
     responses={201: SubmissionSerializer,
                400: OpenApiResponse(UploadProblemSerializer, description="invalid fields (validation-error), an "
-                                    "invalid file (submission-rejected) or a closed task (submission-refused)"),
+                                    "invalid file (submission-rejected), a closed task (submission-refused) or a "
+                                    "link the task requires left out (declaration-required: `errors` names it)"),
                429: OpenApiResponse(QuotaProblemSerializer, description="daily quota reached (quota-exceeded): a "
                                     "Retry-After header (seconds) and the quota; or the API's rate limit"),
                503: OpenApiResponse(description="code submissions are disabled: no sandbox on this server")},

@@ -37,6 +37,9 @@ class PredictionUploadForm(forms.Form):
         upload_kinds = task.upload_choices if task is not None else []
         if task is not None:
             self.fields["file"].help_text = task.kind_definition.file_help
+            # The links the task requires of every upload (intake.REQUIRABLE_LINKS refuses them too).
+            self.fields["code_url"].required = task.requires_code_url
+            self.fields["paper_url"].required = task.requires_paper_url
         if len(upload_kinds) > 1:
             cast(forms.ChoiceField, self.fields["kind"]).choices = list(upload_kinds)
             self.fields["kind"].help_text = ""

@@ -44,6 +44,29 @@ class SubmissionRefused(Exception):
         self.problem_type = problem_type
 
 
+class DeclarationRequired(SubmissionRefused):
+    """An upload without a link the task requires (its code, its paper): ``missing`` holds
+    (field, why) for each, which the API lists as field errors and the form shows by its field."""
+
+    def __init__(self, task: Task, missing: list[tuple[str, str]]) -> None:
+        names = " and ".join(name for name, _ in missing)
+        super().__init__(f"{task.slug} requires every upload to give {names}: add "
+                         f"{'them' if len(missing) > 1 else 'it'} and upload again; nothing was stored.",
+                         400, "declaration-required")
+        self.missing = missing
+
+
+#: The links a task may require of every upload: (declaration field, what it is).
+REQUIRABLE_LINKS = (("code_url", "requires_code_url", "the URL of the system's code"),
+                    ("paper_url", "requires_paper_url", "the URL of a paper that describes the system"))
+
+
+def missing_links(task: Task, declarations: dict[str, str]) -> list[tuple[str, str]]:
+    """(field, why) of each link ``task`` requires that ``declarations`` leave empty."""
+    return [(name, f"required on this task: {what}") for name, flag, what in REQUIRABLE_LINKS
+            if getattr(task, flag) and not (declarations.get(name) or "").strip()]
+
+
 class QuotaExceeded(SubmissionRefused):
     """Today's quota is used up; ``quota`` is :func:`quota_status` at the moment of refusal, so the
     API can say when to retry."""
@@ -149,6 +172,9 @@ def submit(*, task: Task, kind: str = Submission.PREDICTIONS, declarations: dict
     declarations = declarations or {}
     if task.inputs_hidden and kind != Submission.MODEL:
         raise inputs_hidden_refusal(task)
+    missing = missing_links(task, declarations)
+    if missing:
+        raise DeclarationRequired(task, missing)
     if kind == Submission.CODE:
         return submit_code(task=task, declarations=declarations, **fields)
     if kind == Submission.MODEL:

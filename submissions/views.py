@@ -38,6 +38,9 @@ def submit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                     description=data["description"], url=data["url"], public=data["public"],
                     kind=data.get("kind") or task.submission_kinds[0], declarations=declarations_of(data),
                 )
+            except intake.DeclarationRequired as exc:
+                for name, why in exc.missing:
+                    form.add_error(name, why)
             except intake.SubmissionRefused as exc:
                 form.add_error(None, exc.message)
             else:
