@@ -44,10 +44,8 @@ from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
-from nltk import word_tokenize
-from nltk.tokenize import NLTKWordTokenizer
 
-import scoring.tokenization  # noqa: F401  (puts the vendored Punkt model on nltk.data.path)
+from scoring.tokenization import NLTKWordTokenizer, word_tokenize  # vendored Punkt, tokenizers only
 
 AGGREGATIONS = ("sum", "max")
 IG_STEPS = 50
