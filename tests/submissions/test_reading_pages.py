@@ -8,12 +8,14 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import Client
 
+from benchmark.tasks import discover_cues
 from scoring.analysis import reading_limits
 from scoring.analysis.skills import READING_LARGE
 from submissions.intake import submit_predictions
 from submissions.models import Status, Submission
 from submissions.tasks import compute_diagnostics, score_submission
 from submissions.views import present_details
+from tests.benchmark.test_classification_task import nli_task, rows  # noqa: F401 (nli_task: a fixture)
 from tests.factories import make_task_from_gold, make_tiny_track, make_user, synthetic_span_gold, upload_file
 from tests.submissions.test_diagnostics import scored_span  # noqa: F401 (a fixture)
 
@@ -127,3 +129,18 @@ def test_the_entry_skill_table_reads_its_own_interval_instead_of_repeating_the_l
     assert table.count("lower F1 without the skill (interval above 0)") == 1
     assert table.count("no clear gap: the interval contains 0, which is not evidence of no effect") == 1
     assert table.count("higher F1 without the skill (interval below 0)") == 1
+
+
+def test_the_icq_section_states_its_nulls_and_how_often_the_papers_reading_misfires(nli_task):  # noqa: F811
+    discover_cues(nli_task.current_test_set().pk)
+    predictions = {row["id"]: row["label"] for row in rows("nli_predictions.jsonl")}
+    sub = submit_predictions(user=make_user(), task=nli_task, uploaded_file=upload_file(predictions), method_name="Cues")
+    score_submission(sub.pk)
+    compute_diagnostics(sub.pk)
+    page = text_of(Client().get(f"/submissions/{sub.pk}/").content.decode())
+    figures = reading_limits.FIGURES
+    assert "Null hypothesis, per cue: the entry is as accurate where the cue appears" in page
+    assert "Null hypothesis, per cue: the entry predicts the cue's label no more often than a cue-free model" in page
+    assert (f"on {figures['icq_published_four']} of cues on 4-option tasks and {figures['icq_published_two']} "
+            "on 2-option tasks") in page
+    assert "it flags cue-free models on 4-option tasks" not in page  # the old, narrower claim
