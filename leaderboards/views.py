@@ -9,6 +9,7 @@ from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 
 from benchmark.cues import public_cue_table
 from benchmark.models import Benchmark, Task, TestSet, Visibility
@@ -209,17 +210,18 @@ def sort_headers(task: Task, order: Order, path: str) -> list[dict[str, Any]]:
                 "aria_sort": ("descending" if order.descending else "ascending") if current else None}
 
     primary = dict(task.metric_columns)[task.primary_metric]
-    headers = [header("rank", "Rank", "num rank"), header("system", "System", "")]
+    headers = [header("rank", _("Rank"), "num rank"), header("system", _("System"), "")]
     headers += [header(key, label, "num " + ("primary" if key == task.primary_metric else "secondary"))
                 for key, label in task.metric_columns]
     if task.kind_definition.counts_failed_samples:
-        headers.append(header("fails", "Fails / no SNR", "num secondary",
-                              "samples whose scores failed (wrong length, NaN or missing): excluded from the means; "
-                              "samples without an SNR (no signal or no noise sentence)"))
-    headers.append(header("ci", f"95% CI ({primary})", "secondary", "sorts by the lower end of the interval"))
-    headers.append(header("tier", "Tier", "num",
-                          "An entry's tier: it is not significantly worse than the first entry of its tier "
-                          "(paired test, α = 0.05, corrected for comparing against the best)"))
+        headers.append(header("fails", _("Fails / no SNR"), "num secondary",
+                              _("samples whose scores failed (wrong length, NaN or missing): excluded from the "
+                                "means; samples without an SNR (no signal or no noise sentence)")))
+    headers.append(header("ci", _("95%% CI (%(metric)s)") % {"metric": primary}, "secondary",
+                          _("sorts by the lower end of the interval")))
+    headers.append(header("tier", _("Tier"), "num",
+                          _("An entry's tier: it is not significantly worse than the first entry of its tier "
+                            "(paired test, α = 0.05, corrected for comparing against the best)")))
     return headers
 
 
