@@ -31,7 +31,7 @@ def test_diagnostics_state_their_nulls_power_and_what_no_does_not_mean(scored_sp
     compute_diagnostics(sub.pk)
     page = text_of(Client().get(f"/submissions/{sub.pk}/").content.decode())
     figures = reading_limits.FIGURES
-    assert "Null hypothesis: whether a question is answered correctly does not depend on its type" in page
+    assert "Null hypothesis: whether a question is answered correctly does not depend on the variable tested" in page
     assert f"flags {figures['qt_power']} of runs" in page
     assert f"in only {figures['qt_power_published']} of runs" in page and "TVD (as published)" in page
     assert "not evidence that every type is answered equally well" in page
