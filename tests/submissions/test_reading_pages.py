@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from django.test import Client
 
 from benchmark.tasks import discover_cues
+from leaderboards.boards import benchmark_average_rows
 from scoring.analysis import reading_limits
 from scoring.analysis.skills import READING_LARGE
 from submissions.intake import submit_predictions
@@ -144,3 +145,28 @@ def test_the_icq_section_states_its_nulls_and_how_often_the_papers_reading_misfi
     assert (f"on {figures['icq_published_four']} of cues on 4-option tasks and {figures['icq_published_two']} "
             "on 2-option tasks") in page
     assert "it flags cue-free models on 4-option tasks" not in page  # the old, narrower claim
+
+
+def test_the_average_board_matches_systems_as_its_text_says(tmp_path):
+    gold = synthetic_span_gold(12)
+    squad = make_task_from_gold(tmp_path, gold, slug="expmrc-squad")
+    cmrc = make_task_from_gold(tmp_path, gold, slug="expmrc-cmrc2018", name="CMRC 2018")
+    assert squad.benchmark_id == cmrc.benchmark_id
+    predictions = {qa["id"]: {"answer": qa["answers"][0]["text"], "evidence": qa["evidences"][0]}
+                   for p in gold["data"][0]["paragraphs"] for qa in p["qas"]}
+    alice, bob = make_user("alice"), make_user("bob")
+
+    def entry(user, task, method, system=""):
+        sub = submit_predictions(user=user, task=task, method_name=method, uploaded_file=upload_file(predictions))
+        Submission.objects.filter(pk=sub.pk).update(system_name=system)
+        score_submission(sub.pk)
+
+    entry(alice, squad, "Run on SQuAD", "Sys")  # one system under two method names
+    entry(alice, cmrc, "Run on CMRC", "Sys")
+    entry(alice, squad, "Plain")  # no system name: the method name
+    entry(alice, cmrc, "Plain")
+    entry(bob, squad, "Run on SQuAD", "Sys")  # the same system name from another account: only one task
+    _, rows = benchmark_average_rows(squad.benchmark)
+    assert sorted(row["method"] for row in rows if row["kind"] == "submission") == ["Plain", "Sys"]
+    page = text_of(Client().get(f"/benchmarks/{squad.benchmark.slug}/").content.decode())
+    assert "Systems are matched by account and system name (the method name when no system name was given)" in page
