@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start ExpBench on the embedded default: SQLite + a filesystem Celery broker under var/,
-# gunicorn + Celery workers (scoring; reaper; maintenance; sandbox; models with QUACKIE_MODELS=1)
+# gunicorn behind its buffering front + Celery workers (scoring; reaper; maintenance; sandbox; models with QUACKIE_MODELS=1)
 # + Celery beat, demo data loaded.
 # A Celery process that exits is started again (see supervise below); Ctrl-C stops everything.
 # Environment: PORT (8000), HOST (127.0.0.1), DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ...
@@ -80,7 +80,10 @@ supervise() {
   pids+=($!)
 }
 
-gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
+# The buffering front (config/front.py): gunicorn's asyncio worker reads each request, headers and
+# body, on its event loop, and only a complete request takes one of WEB_THREADS (4) threads, so
+# clients that send a byte at a time keep nobody waiting (docs/operations.md#the-web-front).
+gunicorn config.asgi:application --worker-class asgi --bind "$HOST:$PORT" --workers "${WEB_CONCURRENCY:-2}" \
   --access-logfile var/log/access.log --error-logfile - &
 pids+=($!)
 # Separate workers: scores never wait behind background work such as cue discovery, skill sets

@@ -104,9 +104,13 @@ class Stack:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def start_web(self):
+    def start_web(self, server="front"):
+        """gunicorn as scripts/run.sh starts it: the buffering front (``config.asgi`` on the
+        asyncio worker); ``server="sync"``: the sync workers facing clients directly, as
+        ExpBench ran before the front (the reference of perf/slow_clients.py)."""
         self.port = free_port()
-        self._spawn("web", [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+        app = ["config.asgi:application", "--worker-class", "asgi"] if server == "front" else ["config.wsgi:application"]
+        self._spawn("web", [str(BIN / "gunicorn"), *app, "--bind", f"127.0.0.1:{self.port}",
                             "--workers", "2", "--timeout", "120"])
         self._wait(lambda: self._get_status("/api/v1/tasks/") == 200, "gunicorn", "web")
         return self
