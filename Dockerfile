@@ -1,5 +1,6 @@
-# ExpBench image: one image for web (gunicorn), the workers and beat (see docker-compose.yml).
-FROM python:3.11-slim
+# ExpBench image: one image for web (gunicorn behind its buffering front), the workers and beat
+# (see docker-compose.yml). The base image is pinned to an exact release: upgrade it on purpose.
+FROM python:3.11.10-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -27,4 +28,8 @@ RUN useradd --system --uid 10001 --home /app expbench \
 USER expbench
 
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+# The web process's health (database, broker, cache: /healthz, answered before the host check).
+# docker-compose.yml gives each worker a check of its own in place of this one.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=8)"]
+CMD ["gunicorn", "config.asgi:application", "--worker-class", "asgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
