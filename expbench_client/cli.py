@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, config
-from .client import DEFAULT_RETRIES, Client, ListChanged, ServerUnreachable
+from .client import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Client, ListChanged, ServerUnreachable, TimedOut
 from .commands import COMMANDS
 from .context import Context
-from .errors import EXIT_CODES_HELP, CliError, ExitCode, list_changed_message, unreachable_message
+from .errors import EXIT_CODES_HELP, CliError, ExitCode, list_changed_message, timed_out_message, unreachable_message
 
 STATUSES = ("uploaded", "queued", "running", "scored", "failed", "rejected", "cancelled")
 
@@ -49,6 +49,9 @@ def common_options(json_output: bool) -> Parser:
     common.add_argument("--retries", type=non_negative, default=argparse.SUPPRESS, metavar="N",
                         help=f"retries of a read on connection errors, with backoff (default {DEFAULT_RETRIES}; "
                              "0 disables); uploads and changes are never retried")
+    common.add_argument("--timeout", type=positive_seconds, default=argparse.SUPPRESS, metavar="SECONDS",
+                        help=f"how long the server may take to answer a request (default {DEFAULT_TIMEOUT:g}); "
+                             "an answer that does not come is not retried. Uploads wait at least 600")
     if json_output:
         common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                             help="print the server's JSON instead of a table")
@@ -181,7 +184,7 @@ def add_entry_options(parser: argparse.ArgumentParser) -> None:
 
 def add_wait(parser: argparse.ArgumentParser, summary: str) -> None:
     parser.add_argument("--wait", action="store_true", help=summary)
-    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="SECONDS",
+    parser.add_argument("--wait-timeout", type=positive_seconds, default=600.0, metavar="SECONDS",
                         help="give up waiting after this long (default 600); the submission keeps running")
 
 
@@ -196,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         if not settings.url.startswith(("http://", "https://")):
             raise CliError(ExitCode.USAGE, f"the server URL {settings.url!r} (from {settings.url_source}) "
                                            "must start with http:// or https://")
-        client = Client(settings.url, settings.token, retries=getattr(args, "retries", DEFAULT_RETRIES))
+        client = Client(settings.url, settings.token, timeout=getattr(args, "timeout", DEFAULT_TIMEOUT),
+                        retries=getattr(args, "retries", DEFAULT_RETRIES))
         ctx = Context(settings, client, prog, bool(getattr(args, "json", False)), sys.stdout, sys.stderr, os.environ)
         return int(COMMANDS[command](ctx, args))
     except SystemExit as exc:  # --help and --version
@@ -205,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(exc)
     except config.ConfigError as exc:
         return report(CliError(ExitCode.USAGE, str(exc)))
+    except TimedOut as exc:
+        return report(CliError(ExitCode.UNREACHABLE, timed_out_message(exc.url, exc.timeout)))
     except ServerUnreachable as exc:
         return report(CliError(ExitCode.UNREACHABLE, unreachable_message(exc.url, exc.reason)))
     except ListChanged as exc:  # any command reading a list, through Client.read_list or Client.call

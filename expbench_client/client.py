@@ -34,7 +34,9 @@ from typing import Any, BinaryIO
 
 from .multipart import UploadBody, encode_multipart
 
-DEFAULT_TIMEOUT = 60.0
+# Seconds the server may take to answer (and between two pieces of an answer): a hung server
+# costs a read this long, once; a timed-out read is not retried (``--timeout``).
+DEFAULT_TIMEOUT = 30.0
 # An upload is validated before the server answers; a large file takes longer than a read.
 UPLOAD_TIMEOUT = 600.0
 DEFAULT_RETRIES = 3
@@ -138,6 +140,19 @@ class ServerUnreachable(ConnectionError):
         self.url = url
         self.reason = reason
         self.maybe_sent = maybe_sent
+
+
+class TimedOut(ServerUnreachable):
+    """The server accepted the connection but did not answer within ``timeout`` seconds."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        super().__init__(url, f"no answer within {timeout:g} s", maybe_sent=True)
+        self.timeout = timeout
+
+
+def is_timeout(exc: BaseException) -> bool:
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    return isinstance(reason, (TimeoutError, socket.timeout))
 
 
 @dataclass
@@ -341,6 +356,8 @@ class Client:
                 error.close()
                 reason = f"HTTP {error.code}"
             except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if is_timeout(exc):  # a server that hangs once hangs again: no retry
+                    raise TimedOut(self.base_url, timeout or self.timeout) from None
                 reason, maybe_sent = describe_connection_error(exc)
                 if attempt == len(delays):
                     raise ServerUnreachable(self.base_url, reason, maybe_sent=maybe_sent) from None
@@ -429,6 +446,8 @@ class Client:
         try:
             raw = answer.read()
         except (OSError, http.client.HTTPException) as exc:
+            if is_timeout(exc):
+                raise TimedOut(self.base_url, self.timeout) from None
             reason, _ = describe_connection_error(exc)
             raise ServerUnreachable(self.base_url, reason, maybe_sent=True) from None
         finally:

@@ -222,7 +222,7 @@ def upload(ctx: Context, args: argparse.Namespace, kind: str) -> int:
     if not ctx.json:
         ctx.say(f"submitted #{submission_id} to {args.task} ({state}){quota_note(ctx, args)}")
         ctx.stdout.flush()
-    return wait_and_report(ctx, int(submission_id), args.timeout)
+    return wait_and_report(ctx, int(submission_id), args.wait_timeout)
 
 
 def visibility(submission: Mapping) -> str:
@@ -290,7 +290,7 @@ def report_submission(ctx: Context, submission: Mapping[str, Any]) -> int:
 def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
     submission = fetch_submission(ctx, args.id)
     if args.wait and submission.get("status") not in TERMINAL:
-        return wait_and_report(ctx, args.id, args.timeout, first=submission)
+        return wait_and_report(ctx, args.id, args.wait_timeout, first=submission)
     return report_submission(ctx, submission)
 
 

@@ -35,13 +35,14 @@ exit codes:
        or for the task: its test inputs are hidden (inputs, or a prediction file)
   2    bad usage, a local file or config problem, no token, a value the
        server found invalid (400), or a file too large for it (413)
-  3    the server cannot be reached (connection refused, DNS failure, timeout)
+  3    the server cannot be reached (connection refused, DNS failure) or
+       did not answer within --timeout
   4    not authenticated or not allowed (401/403): log in again
   5    not found (404): unknown task, submission or benchmark
   6    daily quota or rate limit reached (429): the message says when to retry
   7    server error (5xx, or an answer that is not JSON), or a board or list
        that kept changing while it was read: try again
-  8    --wait timed out (the submission keeps running on the server)
+  8    --wait gave up after --wait-timeout (the submission keeps running)
   130  interrupted (Ctrl-C)"""
 
 
@@ -220,6 +221,11 @@ def not_json(status: int, url: str) -> CliError:
 def list_changed_message(path: str) -> str:
     return (f"the list {path} changed while it was read, twice (items were added or removed); nothing is shown "
             "rather than a list with items twice or missing; try again in a moment")
+
+
+def timed_out_message(url: str, timeout: float) -> str:
+    return (f"the ExpBench server at {url} did not answer within {timeout:g} s; it may be busy or stuck. "
+            "Try again later, or allow longer with --timeout SECONDS.")
 
 
 def unreachable_message(url: str, reason: str) -> str:

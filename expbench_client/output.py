@@ -1,10 +1,17 @@
-"""Plain-text rendering of the server's JSON: aligned tables that fit an 80-column terminal,
-scores with 3 decimals, ``-`` for anything unknown or absent. ``--json`` bypasses all of this."""
+"""Plain-text rendering of the server's JSON: aligned tables that fit the terminal (80 columns
+when the output is not a terminal), scores with 3 decimals, ``-`` for anything unknown or
+absent. ``--json`` bypasses all of this.
+
+Columns are measured in terminal cells, not characters: a Chinese, Japanese or Korean character
+(East Asian Wide or Fullwidth) takes two cells, a combining mark none, so the rows of a CMRC 2018
+board with Chinese names line up."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
@@ -68,28 +75,60 @@ def when(value: Any, *, date_only: bool = False) -> str:
     return f"{moment:%Y-%m-%d}" if date_only else f"{moment:%Y-%m-%d %H:%M} UTC"
 
 
+def terminal_width() -> int:
+    """The terminal's columns (``COLUMNS`` when set), 80 when the output is not a terminal."""
+    return shutil.get_terminal_size((WIDTH, 24)).columns
+
+
+def char_width(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Terminal cells ``text`` takes: 2 per East Asian wide character, 0 per combining mark."""
+    return sum(char_width(char) for char in text)
+
+
 def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    """``text`` cut to at most ``width`` cells, with "…" where it was cut."""
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        if used + char_width(char) > max(1, width - 1):
+            break
+        kept.append(char)
+        used += char_width(char)
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` cells (str.ljust counts characters)."""
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if right else text + fill
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Iterable[int] = (),
-          shrink: Iterable[int] = (), width: int = WIDTH, min_width: int = MIN_SHRUNK) -> str:
+          shrink: Iterable[int] = (), width: int | None = None, min_width: int = MIN_SHRUNK) -> str:
     """Columns aligned with two spaces between them. Columns in ``shrink`` (long free text such
-    as team names) are clipped, in that order of priority, until the table fits ``width``."""
+    as team names) are clipped, in that order of priority, until the table fits ``width``
+    (default: the terminal's width)."""
+    width = terminal_width() if width is None else width
     cells = [[cell(value) for value in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    widths = [max([display_width(h)] + [display_width(r[i]) for r in cells]) for i, h in enumerate(headers)]
     for column in shrink:
         excess = sum(widths) + len(GAP) * (len(widths) - 1) - width
         if excess <= 0:
             break
-        widths[column] = max(widths[column] - excess, min_width, len(headers[column]))
+        widths[column] = max(widths[column] - excess, min_width, display_width(headers[column]))
     right_aligned = set(right)
 
     def line(values: Sequence[str]) -> str:
         parts = []
         for i, value in enumerate(values):
-            text = clip(value, widths[i])
-            parts.append(text.rjust(widths[i]) if i in right_aligned else text.ljust(widths[i]))
+            parts.append(pad(clip(value, widths[i]), widths[i], right=i in right_aligned))
         return GAP.join(parts).rstrip()
 
     return "\n".join([line(list(headers))] + [line(r) for r in cells])
@@ -190,7 +229,7 @@ def leaderboard_table(board: Mapping[str, Any]) -> str:
         metrics.append(primary)
     body = []
     for row in rows:
-        # The mark leads, so clipping a long name to fit 80 columns never drops it.
+        # The mark leads, so clipping a long name to fit the terminal never drops it.
         method = ("* " if row.get("reported") else "") + cell(row.get("method"))
         body.append([row.get("rank"), method, row.get("team"), *[score(scores_of(row).get(k)) for k in metrics]])
     text = table(["RANK", "METHOD", "TEAM", *metrics], body, right=[0, *range(3, 3 + len(metrics))], shrink=[2, 1])
@@ -217,7 +256,7 @@ def benchmark_table(slug: str, board: Mapping[str, Any]) -> str:
     rows = board.get("rows") or []
     body = []
     for row in rows:
-        # The mark leads, so clipping a long name to fit 80 columns never drops it.
+        # The mark leads, so clipping a long name to fit the terminal never drops it.
         method = ("* " if row.get("reported") else "") + cell(row.get("method"))
         per_task = row.get("per_task") or {}
         body.append([row.get("rank"), method, row.get("team"), score(row.get("average")),

@@ -22,9 +22,16 @@ def test_common_options_go_before_or_after_the_command():
 
 
 def test_submit_arguments():
-    args = parse("submit", "expmrc-squad", "p.json", "--method", "Mine", "--private", "--wait", "--timeout", "30")
-    assert (args.task, str(args.file), args.method, args.public, args.wait, args.timeout, args.kind) == \
+    args = parse("submit", "expmrc-squad", "p.json", "--method", "Mine", "--private", "--wait", "--wait-timeout", "30")
+    assert (args.task, str(args.file), args.method, args.public, args.wait, args.wait_timeout, args.kind) == \
         ("expmrc-squad", "p.json", "Mine", False, True, 30.0, None)
+
+
+def test_the_answer_timeout_goes_before_or_after_any_command():
+    assert parse("--timeout", "5", "tasks").timeout == 5.0
+    waiting = parse("status", "1", "--wait", "--timeout", "7", "--wait-timeout", "900")
+    assert (waiting.timeout, waiting.wait_timeout) == (7.0, 900.0)
+    assert not hasattr(parse("tasks"), "timeout")
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -33,7 +40,8 @@ def test_submit_arguments():
     (["submit", "t", "f.json"], "--method"),
     (["list", "--status", "done"], "invalid choice"),
     (["--retries", "-1", "tasks"], "must be 0 or more"),
-    (["status", "1", "--timeout", "0"], "must be more than 0"),
+    (["status", "1", "--wait-timeout", "0"], "must be more than 0"),
+    (["tasks", "--timeout", "0"], "must be more than 0"),
     (["login", "--json"], "unrecognized arguments"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, fragment, capsys):
