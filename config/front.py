@@ -93,8 +93,11 @@ class ResponseRelay:
     The thread waits only while more than ``RESPONSE_BUFFER_BYTES`` are queued; a client that
     left makes every later piece be dropped, so the thread never waits on a closed connection."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, with_body: bool = True) -> None:
         self.loop = loop
+        # HEAD: the application's body is read and dropped here (RFC 9110 section 9.3.2), as
+        # gunicorn's WSGI workers do, instead of gunicorn dropping it with a warning per request.
+        self.with_body = with_body
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.queued = 0
         self.room = threading.Condition()
@@ -116,6 +119,8 @@ class ResponseRelay:
 
     def write(self, data: bytes) -> None:
         self._send_head()
+        if not self.with_body:
+            return
         self.pending += data
         if len(self.pending) >= RESPONSE_PIECE_BYTES:
             self._put_piece()
@@ -242,7 +247,7 @@ class BufferedWSGI:
             if not refused and not await self.read_body(receive, body):
                 return  # the client left before its request was complete
             body.seek(0)
-            relay = ResponseRelay(loop)
+            relay = ResponseRelay(loop, with_body=scope["method"] != "HEAD")
             sender = asyncio.ensure_future(relay.send_all(send))
             try:
                 await loop.run_in_executor(self.pool, run_wsgi, self.app, wsgi_environ(scope, body), relay)

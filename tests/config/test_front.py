@@ -150,6 +150,13 @@ def test_a_client_that_leaves_mid_answer_frees_the_thread(monkeypatch):
     assert app.closed_on == app.thread
 
 
+def test_a_head_request_gets_the_head_and_no_body():
+    app, client = Recorder(body=b"page"), Client()
+    serve(app, scope(method="HEAD"), receiver({"type": "http.request", "body": b""}), client)
+    assert client.start["status"] == 200 and client.body == b"" and client.done
+    assert app.closed_on == app.thread
+
+
 def test_an_application_that_raises_gives_a_500():
     def app(environ, start_response):
         raise RuntimeError("boom")
