@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from core.jobs import JobStatus, send_after_commit
 
@@ -88,7 +89,7 @@ class TaskQuerySet(QuerySet):
 
 
 class Task(models.Model):
-    LANGUAGE_CHOICES = [("en", "English"), ("zh", "Chinese")]
+    LANGUAGE_CHOICES = [("en", gettext_lazy("English")), ("zh", gettext_lazy("Chinese"))]
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="tasks")
     slug = models.SlugField(unique=True)
@@ -188,8 +189,9 @@ class Task(models.Model):
 
     @property
     def item_noun(self) -> str:
-        """What one scored unit of this task is called on pages."""
-        return self.kind_definition.item_noun
+        """What one scored unit of this task is called, in the active language (English outside a
+        page: commands, workers, the API)."""
+        return gettext(self.kind_definition.item_noun)
 
     @property
     def answer_metric(self) -> str:

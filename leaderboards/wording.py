@@ -3,6 +3,10 @@ means, how it ranks, the footnote, a "How to read this board" guide) are declare
 itself (``benchmark.kinds``); this module picks them for a task or a benchmark and holds what
 belongs to a benchmark (the average board's note and title, the papers as BibTeX). The
 definitions behind each sentence are in docs/metrics.md and docs/diagnostics.md."""
+import dataclasses
+
+from django.utils.translation import gettext
+
 from benchmark import kinds
 from benchmark.kinds import Wording
 from benchmark.models import Benchmark, Task
@@ -37,13 +41,22 @@ BIBTEX: dict[str, str] = {
 }
 
 
+def translated(wording: Wording) -> Wording:
+    """A kind's wording in the page's language. The kinds mark their sentences with gettext_noop
+    and keep them English; a sentence without a translation stays as it is, as do metric names."""
+    return dataclasses.replace(
+        wording, family=gettext(wording.family), metric=gettext(wording.metric), ranking=gettext(wording.ranking),
+        footnote=gettext(wording.footnote), cue_note=gettext(wording.cue_note) if wording.cue_note else "",
+        guide=tuple((gettext(term), gettext(meaning)) for term, meaning in wording.guide))
+
+
 def wording_for(task: Task) -> Wording:
-    return task.kind_definition.wording
+    return translated(task.kind_definition.wording)
 
 
 def kinds_of(tasks: list[Task]) -> list[Wording]:
     """The wording of each kind among ``tasks``, once each, in the order they first appear."""
-    return [kinds.get(kind).wording for kind in dict.fromkeys(task.kind for task in tasks)]
+    return [translated(kinds.get(kind).wording) for kind in dict.fromkeys(task.kind for task in tasks)]
 
 
 def average_note(tasks: list[Task]) -> str:

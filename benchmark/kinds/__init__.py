@@ -3,6 +3,8 @@ declares). ``get(name)`` is how the rest of the product learns about a kind; a n
 module in this package and one line in ``KINDS``."""
 from collections.abc import Callable
 
+from django.utils.translation import gettext
+
 from .base import CODE, MODEL, MODEL_UPLOAD, PREDICTIONS, SKILLS, ScoredRun, StoredSplit, TaskKind, Wording
 from .checklist import ChecklistKind
 from .classification import ClassificationKind
@@ -45,8 +47,9 @@ def registered() -> list[TaskKind]:
 
 def choices() -> list[tuple[str, str]]:
     """(name, label) of every registered kind: ``Task.kind``'s choices, read when used, so that
-    registering a kind needs no migration."""
-    return [(kind.name, kind.label) for kind in _REGISTRY.values()]
+    registering a kind needs no migration. Labels come in the active language (a page's; English
+    for the API, commands and workers)."""
+    return [(kind.name, gettext(kind.label)) for kind in _REGISTRY.values()]
 
 
 def names(where: Callable[[TaskKind], bool] = lambda kind: True) -> list[str]:

@@ -15,6 +15,8 @@ Kinds hold no database state and import no model: they work on what a stored tes
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from django.utils.translation import gettext_noop
+
 from scoring.model_bundles import examples
 from scoring.withdrawn import drop_withdrawn
 
@@ -47,14 +49,20 @@ class Wording:
     cue_note: str = ""  # under the ICQ cue table: how a feature counts for an item of this kind
 
 
-# Entries of the "How to read this board" guide that every kind shares.
-CI_BAR = ("CI bar", "the 95% confidence interval of the primary metric drawn on a 0–100 axis (wider when a score "
-          "leaves it): the bar is the interval, the tick the score. Two entries whose bars overlap may not "
-          "really differ: the tier says whether they do.")
-TIER = ("Tier", "entries in one tier are not significantly worse than the tier's first entry (paired test, "
-        "α = 0.05). Read the rank inside a tier as a tie.")
-REPORTED = ("reported", "a number published by the dataset or method authors, not scored on this server: it has "
-            "no per-item data, so no interval and no tier.")
+# Entries of the "How to read this board" guide that every kind shares. The words a page shows
+# are marked with gettext_noop: they stay English here (forms, the admin and API messages use
+# them) and pages translate them when they render (leaderboards/wording.py). "xgettext:" comments
+# keep a literal "%" from being read as a format directive.
+CI_BAR = (gettext_noop("CI bar"),
+          gettext_noop(  # xgettext:no-python-format
+              "the 95% confidence interval of the primary metric drawn on a 0–100 axis (wider when a score "
+              "leaves it): the bar is the interval, the tick the score. Two entries whose bars overlap may not "
+              "really differ: the tier says whether they do."))
+TIER = (gettext_noop("Tier"), gettext_noop("entries in one tier are not significantly worse than the tier's first "
+                                           "entry (paired test, α = 0.05). Read the rank inside a tier as a tie."))
+REPORTED = (gettext_noop("reported"),
+            gettext_noop("a number published by the dataset or method authors, not scored on this server: it has "
+                         "no per-item data, so no interval and no tier."))
 
 PREDICTIONS, SKILLS, CODE, MODEL = "predictions", "skills", "code", "model"
 MODEL_UPLOAD = (MODEL, "A model (a .zip with predict.py), run here on the test inputs")
@@ -72,7 +80,7 @@ class TaskKind:
     primary_metric: ClassVar[str] = ""  # the ranking column; "" = the last column
     answer_metric: ClassVar[str] = ""  # the column per-question answer outcomes go to (diagnostics)
     metric_decimals: ClassVar[int] = 3
-    item_noun: ClassVar[str] = "items"  # what one scored unit is called on pages
+    item_noun: ClassVar[str] = gettext_noop("items")  # what one scored unit is called on pages
     total_noun: ClassVar[str] = ""  # what an entry's total counts, when not ``item_noun``
     # The line under an entry's scores: its total, and what was unanswered or failed.
     totals_template: ClassVar[str] = "kinds/unanswered_totals.html"

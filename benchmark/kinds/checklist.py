@@ -1,5 +1,8 @@
 """The CheckList SQuAD suite (Ribeiro et al., 2020): behavioural tests whose items are public,
 scored per case (a case passes when all its items do)."""
+
+from django.utils.translation import gettext_noop
+
 from scoring.metrics import checklist
 from scoring.strict_json import parse_id_to_string
 
@@ -12,7 +15,7 @@ class ChecklistKind(TaskKind):
     metric_columns = (("pass_rate", "Cases passed (%)"),)
     scorer_version = "checklist-1"
     importer = "checklist"
-    item_noun = "items"
+    item_noun = gettext_noop("items")
     # Its items test behaviour and are public: submissions are scored on the public split.
     scored_split = "dev"
     file_help = 'One JSON object {"<item id>": "<answer span>"}.'
@@ -33,7 +36,7 @@ class ChecklistKind(TaskKind):
                CI_BAR, TIER, REPORTED),
     )
     # What an entry's total counts: cases, not items.
-    total_noun = "cases"
+    total_noun = gettext_noop("cases")
 
     def parse_predictions(self, raw: bytes, split: StoredSplit, *, max_bytes: int) -> dict[str, str]:
         return parse_id_to_string(raw, split.key_spec["keys"], max_bytes=max_bytes,

@@ -2,6 +2,8 @@
 against the test set's statistical cues (ICQ; Huang & Zhu, 2023)."""
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from scoring.analysis import icq
 from scoring.metrics import classification
 from scoring.model_bundles import examples
@@ -11,7 +13,7 @@ from .base import CI_BAR, REPORTED, TIER, ScoredRun, StoredSplit, TaskKind, Word
 
 class ClassificationKind(TaskKind):
     name = "classification"
-    label = "Classification"
+    label = gettext_noop("Classification")
     model_format = examples.CLASSIFICATION
     model_example_fields = '{"id", "premise", "hypothesis", "labels"}'
     metric_columns = (("accuracy", "Accuracy"),)
@@ -21,13 +23,15 @@ class ClassificationKind(TaskKind):
     file_help = 'One JSON object {"<item id>": "<label>"}.'
     upload_format_template = "kinds/classification_format.html"
     wording = Wording(
-        family="Classification",
-        metric="Accuracy: the share of items whose predicted label is the gold label (×100); an item without a "
-               "prediction counts as wrong.",
-        ranking="Ranked by accuracy, highest first; equal scores share a rank.",
-        footnote="95% intervals: Wilson interval over items. Each entry's page profiles it against the "
-                 "statistical cues of the test set (ICQ; Huang & Zhu, 2023).",
-        guide=(("Accuracy", "share of items labelled correctly. The ranking column."), CI_BAR, TIER, REPORTED),
+        family=gettext_noop("Classification"),
+        metric=gettext_noop("Accuracy: the share of items whose predicted label is the gold label (×100); an item "
+                            "without a prediction counts as wrong."),
+        ranking=gettext_noop("Ranked by accuracy, highest first; equal scores share a rank."),
+        footnote=gettext_noop(  # xgettext:no-python-format
+            "95% intervals: Wilson interval over items. Each entry's page profiles it against the statistical cues "
+            "of the test set (ICQ; Huang & Zhu, 2023)."),
+        guide=(("Accuracy", gettext_noop("share of items labelled correctly. The ranking column.")),
+               CI_BAR, TIER, REPORTED),
     )
 
     def parse_predictions(self, raw: bytes, split: StoredSplit, *, max_bytes: int) -> dict[str, str]:

@@ -3,6 +3,8 @@
 multiple choice (RACE+, C3)."""
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext_noop
+
 from scoring.analysis import icq
 from scoring.metrics import expmrc
 from scoring.model_bundles import examples
@@ -15,7 +17,7 @@ class ExpmrcKind(TaskKind):
     importer and the averaging rule of the official ExpMRC leaderboard."""
 
     answer_label: ClassVar[str]
-    item_noun = "questions"
+    item_noun = gettext_noop("questions")
     scorer_version = "expmrc-1/nltk-3.9.2"
     importer = "expmrc"
     average_source = "the official ExpMRC leaderboard"
@@ -38,15 +40,13 @@ class ExpmrcKind(TaskKind):
         )
 
 
-EXPMRC_FOOTNOTE = ("Scores equal the official ExpMRC evaluation script's (Cui et al., 2022). "
-                   "\"reported\" rows are the ExpMRC authors' published numbers. ")
-EXPMRC_RANKING = ("Ranked by Overall F1, highest first; equal scores share a rank. The human row is pinned on top "
-                  "and not ranked.")
+EXPMRC_RANKING = gettext_noop("Ranked by Overall F1, highest first; equal scores share a rank. The human row is "
+                              "pinned on top and not ranked.")
 
 
 class SpanKind(ExpmrcKind):
     name = "span"
-    label = "Span extraction"
+    label = gettext_noop("Span extraction")
     model_format = examples.SPAN
     model_example_fields = '{"id", "question", "context"}'
     answer_metric = "answer_f1"
@@ -59,23 +59,26 @@ class SpanKind(ExpmrcKind):
     upload_format_template = "kinds/span_format.html"
     wording = Wording(
         family="ExpMRC",
-        metric="Overall F1: for each question, answer F1 × evidence F1, averaged over all questions of the test "
-               "set (×100); a question without a prediction scores 0.",
+        metric=gettext_noop("Overall F1: for each question, answer F1 × evidence F1, averaged over all questions "
+                            "of the test set (×100); a question without a prediction scores 0."),
         ranking=EXPMRC_RANKING,
-        footnote=EXPMRC_FOOTNOTE + "95% intervals: BCa bootstrap over questions (1000 resamples).",
-        guide=(("Answer F1", "token overlap (F1) between the predicted answer and the closest reference answer; "
-                             "Chinese text is compared character by character."),
-               ("Evidence F1", "the same overlap between the predicted evidence text and the closest reference "
-                               "evidence sentence."),
-               ("Overall F1", "answer F1 × evidence F1 per question, then averaged: an answer only counts as "
-                              "much as the evidence that supports it. This is the ranking column."),
+        footnote=gettext_noop(  # xgettext:no-python-format
+            "Scores equal the official ExpMRC evaluation script's (Cui et al., 2022). \"reported\" rows are the "
+            "ExpMRC authors' published numbers. 95% intervals: BCa bootstrap over questions (1000 resamples)."),
+        guide=(("Answer F1", gettext_noop("token overlap (F1) between the predicted answer and the closest reference "
+                                          "answer; Chinese text is compared character by character.")),
+               ("Evidence F1", gettext_noop("the same overlap between the predicted evidence text and the closest "
+                                            "reference evidence sentence.")),
+               ("Overall F1", gettext_noop("answer F1 × evidence F1 per question, then averaged: an answer only "
+                                           "counts as much as the evidence that supports it. This is the ranking "
+                                           "column.")),
                CI_BAR, TIER, REPORTED),
     )
 
 
 class MultichoiceKind(ExpmrcKind):
     name = "multichoice"
-    label = "Multiple choice"
+    label = gettext_noop("Multiple choice")
     model_format = examples.MULTICHOICE
     model_example_fields = '{"id", "question", "article", "options"}'
     answer_metric = "answer_acc"
@@ -86,19 +89,24 @@ class MultichoiceKind(ExpmrcKind):
     upload_format_template = "kinds/multichoice_format.html"
     wording = Wording(
         family="ExpMRC",
-        metric="Overall F1: for each question, answer accuracy (1 for the right option letter, else 0) × evidence "
-               "F1, averaged over all questions (×100); a question without a prediction scores 0.",
+        metric=gettext_noop("Overall F1: for each question, answer accuracy (1 for the right option letter, else "
+                            "0) × evidence F1, averaged over all questions (×100); a question without a prediction "
+                            "scores 0."),
         ranking=EXPMRC_RANKING,
-        footnote=EXPMRC_FOOTNOTE + "95% intervals: Wilson interval for answer accuracy, BCa bootstrap over "
-                                   "questions (1000 resamples) for the F1 columns.",
-        guide=(("Answer Acc", "share of questions whose predicted option letter is the right one."),
-               ("Evidence F1", "token overlap (F1) between the predicted evidence text and the closest reference "
-                               "evidence sentence; Chinese text is compared character by character."),
-               ("Overall F1", "answer (right = 1, wrong = 0) × evidence F1 per question, then averaged: a right "
-                              "option without supporting evidence earns nothing. This is the ranking column."),
+        footnote=gettext_noop(  # xgettext:no-python-format
+            "Scores equal the official ExpMRC evaluation script's (Cui et al., 2022). \"reported\" rows are the "
+            "ExpMRC authors' published numbers. 95% intervals: Wilson interval for answer accuracy, BCa bootstrap "
+            "over questions (1000 resamples) for the F1 columns."),
+        guide=(("Answer Acc", gettext_noop("share of questions whose predicted option letter is the right one.")),
+               ("Evidence F1", gettext_noop("token overlap (F1) between the predicted evidence text and the closest "
+                                            "reference evidence sentence; Chinese text is compared character by "
+                                            "character.")),
+               ("Overall F1", gettext_noop("answer (right = 1, wrong = 0) × evidence F1 per question, then "
+                                           "averaged: a right option without supporting evidence earns nothing. "
+                                           "This is the ranking column.")),
                CI_BAR, TIER, REPORTED),
-        cue_note="A feature counts for a question when it appears in some but not all of its options; labels are "
-                 "option rows (right/wrong).",
+        cue_note=gettext_noop("A feature counts for a question when it appears in some but not all of its options; "
+                              "labels are option rows (right/wrong)."),
     )
 
     def icq_instances(self, gold: Any) -> list:

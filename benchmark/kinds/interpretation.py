@@ -4,6 +4,8 @@ import math
 import sys
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from scoring.metrics import quackie
 
 from .base import CI_BAR, CODE, PREDICTIONS, REPORTED, TIER, ScoredRun, StoredSplit, TaskKind, Wording
@@ -21,15 +23,15 @@ class InterpretationKind(TaskKind):
     remaining items."""
 
     name = "interpretation"
-    label = "Interpretation"
+    label = gettext_noop("Interpretation")
     # Official IoU/HPD/SNR on the binarised top-1 vector, then the extended columns computed on
     # the raw scores (what the paper's text describes).
     metric_columns = (("iou", "IoU"), ("hpd", "HPD"), ("snr", "SNR"), ("hpd_rank", "HPD (rank)"),
                       ("snr_raw", "SNR (raw)"))
     primary_metric = "iou"
     metric_decimals = 2  # as on QUACKIE's official board
-    item_noun = "samples"
-    total_noun = "samples"
+    item_noun = gettext_noop("samples")
+    total_noun = gettext_noop("samples")
     totals_template = "kinds/interpretation_totals.html"
     scorer_version = "quackie-1"
     has_tracks = True

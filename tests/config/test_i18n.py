@@ -11,10 +11,19 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.test import Client
+from django.utils import translation
 
 from tests.factories import make_task, make_user
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _default_language_afterwards():
+    """A request leaves its language active in the thread (the next request sets its own): put
+    the default back, so that later tests calling gettext outside a request read English."""
+    yield
+    translation.deactivate()
 
 CATALOGUE = Path(settings.BASE_DIR) / "locale" / "zh_Hans" / "LC_MESSAGES"
 CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9,en;q=0.5"}
@@ -195,3 +204,17 @@ def test_python_side_messages_follow_the_page_language():
     assert "要接收运行通知，请填写电子邮件地址。" in visible_text(response)
     response = client.post("/accounts/token/", follow=True, **CHINESE)
     assert "已创建新的 API 令牌；旧令牌已失效。" in visible_text(response)
+
+
+def test_kind_words_follow_the_page_language_and_stay_english_elsewhere():
+    """A kind's label and its "How to read this board" sentences are English in the code (forms,
+    commands and the API use them) and translated when a page renders."""
+    task = make_task()
+    chinese = visible_text(Client().get(task.get_absolute_url(), **CHINESE))
+    for words in ("片段抽取", "按 Overall F1 从高到低排名", "预测答案与最接近的参考答案之间的词元重合度", "置信区间条", "共 3 个问题"):
+        assert words in chinese
+    for words in ("Span extraction", "token overlap", "Ranked by Overall F1", "CI bar"):
+        assert words not in chinese
+    english = visible_text(Client().get(task.get_absolute_url(), **ENGLISH))
+    assert "Span extraction" in english and "Ranked by Overall F1, highest first" in english
+    assert task.get_kind_display() == "Span extraction"
