@@ -1,9 +1,13 @@
 """The buffering front (config.front) with a plain WSGI application: what Django receives, what a
 client receives, and that neither a refused body nor a client that left holds a thread."""
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
+from django.conf import settings
 
 from config import front
 from config.front import BufferedWSGI, wsgi_environ
@@ -169,3 +173,13 @@ def test_an_application_that_raises_gives_a_500():
 @pytest.mark.parametrize("value", [b"12x", b"", b"-1"])
 def test_a_content_length_that_is_not_a_number_is_not_checked(value):
     assert front.declared_length(scope(headers=[(b"content-length", value)])) is None
+
+
+def test_the_served_application_refuses_to_start_without_allowed_hosts(tmp_path):
+    """What gunicorn loads (config.asgi) keeps config.wsgi's refusal."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("ALLOWED_HOSTS", "DEBUG", "EXPBENCH_ENV")}
+    environ.update(EXPBENCH_VAR_DIR=str(tmp_path / "var"), SECRET_KEY="x" * 50)
+    refused = subprocess.run([sys.executable, "-c", "import config.asgi"], cwd=settings.BASE_DIR, env=environ,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0
+    assert "ImproperlyConfigured: ALLOWED_HOSTS is not set" in refused.stderr
