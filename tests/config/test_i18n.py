@@ -13,7 +13,10 @@ from django.conf import settings
 from django.test import Client
 from django.utils import translation
 
-from tests.factories import make_task, make_user
+from benchmark.models import ReportedResult
+from submissions import intake
+from submissions.tasks import score_submission
+from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
 
 pytestmark = pytest.mark.django_db
 
@@ -218,3 +221,26 @@ def test_kind_words_follow_the_page_language_and_stay_english_elsewhere():
     english = visible_text(Client().get(task.get_absolute_url(), **ENGLISH))
     assert "Span extraction" in english and "Ranked by Overall F1, highest first" in english
     assert task.get_kind_display() == "Span extraction"
+
+
+def test_scores_and_counts_read_the_same_in_both_languages(settings):
+    """Numbers are not localised into something else (no digit grouping, the same decimal
+    point): a board's numeric cells say the same in English and in Chinese, so columns keep
+    their alignment, and the CSV beside them says the same numbers."""
+    settings.BOOTSTRAP_RESAMPLES = 200
+    task = make_task()
+    ReportedResult.objects.create(task=task, kind="human", method="Human Performance", team="ExpMRC authors",
+                                  scores={"answer_f1": 90.8, "evidence_f1": 92.1, "overall_f1": 1083.6}, source="paper")
+    entry = intake.submit_predictions(user=make_user("dora"), task=task, method_name="Perfect", public=True,
+                                      uploaded_file=upload_file(perfect_predictions(fixture_gold(task.slug))))
+    score_submission(entry.pk)
+
+    def numeric_cells(response):
+        table = re.search(r'<table[^>]*id="leaderboard".*?</table>', response.content.decode(), re.S).group(0)
+        return [" ".join(re.sub(r"<[^>]+>", " ", cell).split())
+                for cell in re.findall(r'<td class="num[^"]*">(.*?)</td>', table, re.S)]
+
+    english = numeric_cells(Client().get(task.get_absolute_url(), **ENGLISH))
+    chinese = numeric_cells(Client().get(task.get_absolute_url(), **CHINESE))
+    assert english == chinese
+    assert "1083.600" in english and any(cell.startswith("100.000") for cell in english), english
