@@ -29,6 +29,13 @@
   var checks = 0;
   var swaps = 0;
   var lastSignature = signature(main.innerHTML);
+  // The words in the page's language, read once: the placeholder carries them (data-text-*,
+  // translated by the template); the English here is what a page without them gets.
+  var wordsSource = root.querySelector(".live-refresh-words");
+  var translated = {};
+  ["running", "paused", "done", "pause", "resume", "error", "checked"].forEach(function (name) {
+    translated[name] = wordsSource && wordsSource.getAttribute("data-text-" + name);
+  });
 
   var fallback = root.querySelector(".live-refresh-fallback");
   if (fallback) {
@@ -83,19 +90,27 @@
     return Math.max(1, isFinite(seconds) ? seconds : 3) * 1000;
   }
 
+  function words(name, english, values) {
+    var text = translated[name] || english;
+    Object.keys(values || {}).forEach(function (key) {
+      text = text.split("{" + key + "}").join(values[key]);
+    });
+    return text;
+  }
+
   function setState(next, message) {
     state = next;
     root.setAttribute("data-refresh-state", next);
     var seconds = Math.round(period() / 1000);
     var text = message || {
-      running: "Updating every " + seconds + " seconds while the work runs.",
-      paused: "Updates paused. This page shows the state when it was last updated.",
-      done: "The work has finished: this page is up to date and no longer updates."
+      running: words("running", "Updating every {seconds} seconds while the work runs.", {seconds: seconds}),
+      paused: words("paused", "Updates paused. This page shows the state when it was last updated."),
+      done: words("done", "The work has finished: this page is up to date and no longer updates.")
     }[next];
     if (status.textContent !== text) {
       status.textContent = text;
     }
-    button.textContent = next === "paused" ? "Resume updates" : "Pause updates";
+    button.textContent = next === "paused" ? words("resume", "Resume updates") : words("pause", "Pause updates");
   }
 
   function schedule() {
@@ -139,8 +154,8 @@
       })
       .catch(function () {
         if (state === "running" || state === "error") {
-          setState("error", "Could not reach the server; trying again every " + Math.round(period() / 1000) +
-                            " seconds.");
+          setState("error", words("error", "Could not reach the server; trying again every {seconds} seconds.",
+                                  {seconds: Math.round(period() / 1000)}));
           schedule();
         }
       });
@@ -155,7 +170,7 @@
       schedule(); // the reader is typing or selecting text in the page: try again next time
       return;
     }
-    checked.textContent = "Checked at " + new Date().toLocaleTimeString() + ".";
+    checked.textContent = words("checked", "Checked at {time}.", {time: new Date().toLocaleTimeString()});
     if (changed) {
       lastSignature = freshSignature;
       if (freshRoot) {
