@@ -6,8 +6,11 @@ document.addEventListener("DOMContentLoaded", function () {
     if (isNaN(moment.getTime())) { return; }
     var local = document.createElement("span");
     local.className = "muted small local-time";
-    local.textContent = " (your time: " + moment.toLocaleString(undefined, {
-      dateStyle: "medium", timeStyle: "short", timeZoneName: "short"}) + ")";
+    // In the page's language (its <html lang>, its words from <body data-text-your-time>).
+    var shown = moment.toLocaleString(document.documentElement.lang || undefined, {
+      dateStyle: "medium", timeStyle: "short", timeZoneName: "short"});
+    var words = document.body.getAttribute("data-text-your-time") || "(your time: {time})";
+    local.textContent = " " + words.split("{time}").join(shown);
     node.after(local);
   });
 });
