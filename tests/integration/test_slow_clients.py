@@ -79,3 +79,23 @@ def test_a_body_over_its_limit_is_refused_before_it_is_sent(embedded_stack):
             answer += sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"application/problem+json" in answer.lower()
+
+
+def test_answers_and_bodies_pass_the_front_whole(embedded_stack):
+    conn = http.client.HTTPConnection("127.0.0.1", embedded_stack.port, timeout=10)
+    try:
+        conn.request("GET", "/", headers={"Accept-Encoding": "gzip"})
+        page = conn.getresponse()
+        page.read()
+        # The security headers and the request id that Django sets reach the client.
+        assert page.status == 200
+        assert page.getheader("Content-Security-Policy") and page.getheader("X-Request-ID")
+        assert page.getheader("X-Content-Type-Options") == "nosniff"
+        conn.request("HEAD", "/")
+        head = conn.getresponse()
+        assert head.status == 200 and head.read() == b""
+    finally:
+        conn.close()
+    # A request body arrives whole: a token is answered for the posted credentials.
+    token = embedded_stack.create_user("front-user", "front-password-1")
+    assert len(token) >= 20
