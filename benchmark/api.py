@@ -1,6 +1,7 @@
 from typing import Any, cast
 
-from django.http import HttpResponse
+from django.http import Http404
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import viewsets
@@ -15,10 +16,10 @@ from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED
 
 from . import kinds
 from .averages import average_change
-from .models import Benchmark, SkillVariant, Task, TaskQuerySet
+from .models import Benchmark, SkillVariant, Task, TaskQuerySet, Visibility
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
-from .views import INPUTS_HIDDEN, current_inputs_version, inputs_answer
+from .views import INPUTS_HIDDEN, inputs_answer, inputs_source
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):
@@ -100,19 +101,21 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: PUBLIC_INPUTS, 304: NOT_MODIFIED}, parameters=CONDITIONAL_HEADERS,
     )
     @action(detail=True, methods=["get"])
-    def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> HttpResponse:
-        task = self.get_object()
-        test_set = current_inputs_version(task)  # without the inputs and the gold
-        if test_set is None:
-            raise NotFound(f"Task {task.slug} has no test set yet.")
-        if task.inputs_hidden:
-            raise InputsHidden(INPUTS_HIDDEN.format(slug=task.slug))
+    def inputs(self, request: Request, slug: str | None = None, format: str | None = None) -> HttpResponseBase:
+        # One query, as the download's (without the inputs and the gold); the task as get_object finds it.
+        source = inputs_source(str(slug))
+        if source is None or source.task.visibility not in Visibility.reachable_by(request.user):
+            raise Http404("No Task matches the given query.")
+        if source.test_set is None:
+            raise NotFound(f"Task {slug} has no test set yet.")
+        if source.task.inputs_hidden:
+            raise InputsHidden(INPUTS_HIDDEN.format(slug=slug))
         # The renderer is part of the ETag: JSON and the browsable API are different bytes. Plain
         # JSON is encoded once per test-set version and kept (plain and gzipped); the browsable
         # page, or JSON indented on request, is rendered per request.
         renderer = request.accepted_renderer
         stored = isinstance(renderer, JSONRenderer) and "indent" not in (request.accepted_media_type or "")
-        return inputs_answer(request, task, test_set, renderer.format, Response,
+        return inputs_answer(request, source, renderer.format, Response,
                              cast(Any, renderer).render if stored else None, content_type=renderer.media_type)
 
     @extend_schema(summary="Reconstructed test sets (InDepth-Eva-MRC skills s1–s14, Wu et al., 2022) "

@@ -15,14 +15,19 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.cache import get_conditional_response, patch_vary_headers
 from django.utils.http import http_date, quote_etag
 from django.utils.text import compress_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+#: An answer, whole or streamed (a stored file).
+AnyResponse = TypeVar("AnyResponse", bound=HttpResponseBase)
 
 
 def strong_etag(*parts: object) -> str:
@@ -30,8 +35,8 @@ def strong_etag(*parts: object) -> str:
     return quote_etag(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:32])
 
 
-def with_validators(response: HttpResponse, etag: str, last_modified: datetime | None = None, *,
-                    private: bool = False) -> HttpResponse:
+def with_validators(response: AnyResponse, etag: str, last_modified: datetime | None = None, *,
+                    private: bool = False) -> AnyResponse:
     """``ETag`` (and ``Last-Modified``), and ask caches to check back each time (a check costs a
     304). ``private``: only the client may keep it (e.g. what only staff may see)."""
     response["ETag"] = etag
@@ -98,30 +103,38 @@ def _encoded(packed: bytes, content_type: str) -> HttpResponse:
     return response
 
 
-def stored_file_answer(request: HttpRequest, stem: Path, build: Callable[[], bytes], *,
-                       content_type: str) -> HttpResponse:
+def stored_file_answer(request: HttpRequest, stem: Path, build: Callable[[], bytes], *, content_type: str,
+                       streamed: bool = False) -> HttpResponseBase:
     """An answer too large for the shared cache (the inputs of a test set: up to tens of MB),
     built once by ``build`` and kept on disk as ``<stem>.plain`` and ``<stem>.gz`` (``stem``
-    must name everything the bytes depend on: an ETag). Later answers read the file the client
-    accepts, without encoding or compressing anything. Each file is written under a temporary
-    name and renamed, so a reader never sees half of one; two first requests at once both build
-    it, and either's copy is the same."""
+    must name everything the bytes depend on: an ETag). Later answers give the file the client
+    accepts without encoding or compressing anything. ``streamed``: the file is streamed as a
+    static file is served (its length known ahead, through the server's file wrapper: gunicorn
+    hands it to ``sendfile``), never read here; else its bytes are the answer's content. Each
+    file is written under a temporary name and renamed, so a reader never sees half of one; two
+    first requests at once both build it, and either's copy is the same."""
     packed_path, plain_path = stem.with_name(stem.name + ".gz"), stem.with_name(stem.name + ".plain")
     gzipped = _accepts_gzip(request)
     wanted = packed_path if gzipped else plain_path
     try:
-        body = wanted.read_bytes()
+        handle = wanted.open("rb")
     except FileNotFoundError:
         plain = build()
         packed = compress_string(plain)
         stem.parent.mkdir(parents=True, exist_ok=True)
         for path, data in ((plain_path, plain), (packed_path, packed)):
             _write_atomically(path, data)
-        body = packed if gzipped else plain
-    if gzipped:
-        return _encoded(body, content_type)
-    response = HttpResponse(body, content_type=content_type)
+        handle = wanted.open("rb")
+    response: HttpResponseBase
+    if streamed:
+        response = FileResponse(handle, content_type=content_type)
+        del response["Content-Disposition"]  # FileResponse names the stored file; the caller names the download
+    else:
+        with handle:
+            response = HttpResponse(handle.read(), content_type=content_type)
     patch_vary_headers(response, ("Accept-Encoding",))
+    if gzipped:
+        response["Content-Encoding"] = "gzip"  # GZipMiddleware leaves an answer that has an encoding alone
     return response
 
 
@@ -136,7 +149,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def weaken_for_gzip(response: HttpResponse) -> HttpResponse:
+def weaken_for_gzip(response: AnyResponse) -> AnyResponse:
     """A gzipped answer's ETag is weak (``W/``), as GZipMiddleware makes it: the bytes differ
     from the plain answer's; ``If-None-Match`` compares weakly, so either form matches."""
     etag = response.get("ETag", "")

@@ -210,7 +210,9 @@ def test_inputs_download(squad):
     response = Client().get("/tasks/expmrc-squad/inputs.json")
     assert response.status_code == 200
     assert 'attachment; filename="expmrc-squad-v1-inputs.json"' == response["Content-Disposition"]
-    body = json.loads(response.content)
+    # The stored file, streamed as a static file is (through the server's file wrapper), its length known ahead.
+    assert response.streaming and int(response["Content-Length"]) == len(content := response.getvalue())
+    body = json.loads(content)
     qas = [qa for article in body["data"] for p in article["paragraphs"] for qa in p["qas"]]
     assert [qa["id"] for qa in qas] == ["fx-squad-1", "fx-squad-2", "fx-squad-3"]
     assert all(set(qa) == {"id", "question"} for qa in qas)
