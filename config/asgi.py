@@ -29,4 +29,5 @@ application = BufferedWSGI(
     threads=max(1, int(os.environ.get("WEB_THREADS", "4"))),
     refused=over_limit,
     spool_bytes=settings.FILE_UPLOAD_MAX_MEMORY_SIZE,
+    spool_dir=settings.FILE_UPLOAD_TEMP_DIR,
 )

@@ -9,7 +9,8 @@ threads. The threads are kept for the life of the process, so each keeps its per
 connection, as a sync worker does (Django's own ASGI handler starts a thread per request).
 
 * Bodies are read into a spooled temporary file (memory up to ``FILE_UPLOAD_MAX_MEMORY_SIZE``,
-  then disk) before a thread is involved. A body whose ``Content-Length`` is over its address's
+  then a file in ``FILE_UPLOAD_TEMP_DIR``, where Django spools uploads too) before a thread is
+  involved. A body whose ``Content-Length`` is over its address's
   limit is not read at all: Django gets an empty stream and answers 413 from the header
   (``config.body_limits``), as it did before.
 * Responses go out through the event loop: the thread hands the answer over in pieces of
@@ -211,10 +212,11 @@ class BufferedWSGI:
     the address's limit; it runs on a pool thread (it may read the database)."""
 
     def __init__(self, app: WSGIApp, *, threads: int, refused: Callable[[str, int], bool],
-                 spool_bytes: int = 5 * 1024 * 1024) -> None:
+                 spool_bytes: int = 5 * 1024 * 1024, spool_dir: str | None = None) -> None:
         self.app = app
         self.refused = refused
         self.spool_bytes = spool_bytes
+        self.spool_dir = spool_dir
         self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wsgi")
 
@@ -239,7 +241,7 @@ class BufferedWSGI:
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
         size = declared_length(scope)
-        with SpooledTemporaryFile(max_size=self.spool_bytes) as body:
+        with SpooledTemporaryFile(max_size=self.spool_bytes, dir=self.spool_dir) as body:
             refused = False
             if size:
                 refused = await loop.run_in_executor(self.pool, self.refused, scope["path"], size)

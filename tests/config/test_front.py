@@ -57,8 +57,8 @@ class Client:
             self.done = not message.get("more_body", False)
 
 
-def serve(app, request_scope, receive, client, refused=lambda path, size: False, threads=2):
-    bridge = BufferedWSGI(app, threads=threads, refused=refused, spool_bytes=1024)
+def serve(app, request_scope, receive, client, refused=lambda path, size: False, threads=2, spool_dir=None):
+    bridge = BufferedWSGI(app, threads=threads, refused=refused, spool_bytes=1024, spool_dir=spool_dir)
     try:
         asyncio.run(asyncio.wait_for(bridge(request_scope, receive, client.send), 20))
     finally:
@@ -102,12 +102,21 @@ def test_the_environ_names_the_peer_and_passes_forwarded_headers_as_headers_only
     assert (environ["QUERY_STRING"], environ["SERVER_PORT"]) == ("a=1", "8000")
 
 
-def test_the_application_gets_the_whole_body_and_the_client_the_whole_answer():
+def test_the_application_gets_the_whole_body_and_the_client_the_whole_answer(monkeypatch, tmp_path):
     app, client = Recorder(body=b"x" * 1000, pieces=3), Client()
     receive = receiver({"type": "http.request", "body": b"ab", "more_body": True},
                        {"type": "http.request", "body": b"c" * 5000, "more_body": False})
-    serve(app, scope(method="POST", headers=[(b"content-length", b"5002")]), receive, client)
+    spooled = []
+
+    class Spool(front.SpooledTemporaryFile):
+        def rollover(self):  # past spool_bytes: to a file in spool_dir (unnamed: where its fd points)
+            super().rollover()
+            spooled.append(os.path.dirname(os.readlink(f"/proc/self/fd/{self._file.fileno()}")))
+
+    monkeypatch.setattr(front, "SpooledTemporaryFile", Spool)
+    serve(app, scope(method="POST", headers=[(b"content-length", b"5002")]), receive, client, spool_dir=str(tmp_path))
     assert app.read == b"ab" + b"c" * 5000
+    assert spooled == [str(tmp_path)]
     assert client.start["status"] == 200 and (b"content-type", b"text/plain") in client.start["headers"]
     assert client.body == b"x" * 3000 and client.done
     # Closed on the thread that ran it: Django's request_finished returns that thread's connection.
