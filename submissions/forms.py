@@ -3,6 +3,7 @@ from typing import Any, cast
 from django import forms
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.models import profile_of
 from benchmark.models import Task
@@ -12,44 +13,49 @@ from .models import DevSetUse, NameChange, Status, Submission
 
 class PredictionUploadForm(forms.Form):
     kind = forms.ChoiceField(
-        choices=[("predictions", "Predictions for the hidden test set"),
-                 ("skills", "Skill predictions: original + reconstructed sets (s1–s14)")],
-        initial="predictions", required=False,
-        help_text="Skill predictions are one JSON object {\"original\": {...}, \"s1\": {...}, ...}.")
+        choices=[("predictions", gettext_lazy("Predictions for the hidden test set")),
+                 ("skills", gettext_lazy("Skill predictions: original + reconstructed sets (s1–s14)"))],
+        initial="predictions", required=False, label=gettext_lazy("Kind"),
+        help_text=gettext_lazy("Skill predictions are one JSON object {\"original\": {...}, \"s1\": {...}, ...}."))
     file = forms.FileField(
-        allow_empty_file=True,
+        allow_empty_file=True, label=gettext_lazy("File"),
         help_text='One JSON object {"<question key>": {"answer": "...", "evidence": "..."}}.',
     )
-    method_name = forms.CharField(max_length=120, help_text="System name shown on the leaderboard.")
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
-    url = forms.URLField(required=False, label="Paper or code URL", assume_scheme="https")
+    method_name = forms.CharField(max_length=120, label=gettext_lazy("Method name"),
+                                  help_text=gettext_lazy("System name shown on the leaderboard."))
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000,
+                                  label=gettext_lazy("Description"))
+    url = forms.URLField(required=False, label=gettext_lazy("Paper or code URL"), assume_scheme="https")
     # Declarations (ExpMRC's submission policy): shown on the entry, the board, the API and exports.
     dev_set_use = forms.ChoiceField(choices=DevSetUse.choices, initial=DevSetUse.NONE, required=False,
-                                    label="Dev set used for training",
-                                    help_text="Part or whole marks the row on the board.")
-    external_data = forms.CharField(max_length=300, required=False, label="External human-annotated data",
-                                    help_text="Name it; empty: none.")
-    code_url = forms.URLField(required=False, label="Code URL", assume_scheme="https")
-    paper_url = forms.URLField(required=False, label="Paper URL", assume_scheme="https")
+                                    label=gettext_lazy("Dev set used for training"),
+                                    help_text=gettext_lazy("Part or whole marks the row on the board."))
+    external_data = forms.CharField(max_length=300, required=False,
+                                    label=gettext_lazy("External human-annotated data"),
+                                    help_text=gettext_lazy("Name it; empty: none."))
+    code_url = forms.URLField(required=False, label=gettext_lazy("Code URL"), assume_scheme="https")
+    paper_url = forms.URLField(required=False, label=gettext_lazy("Paper URL"), assume_scheme="https")
 
     def __init__(self, *args: Any, task: Task | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         upload_kinds = task.upload_choices if task is not None else []
         if task is not None:
-            self.fields["file"].help_text = task.kind_definition.file_help
+            self.fields["file"].help_text = gettext(task.kind_definition.file_help)
             # The links the task requires of every upload (intake.REQUIRABLE_LINKS refuses them too).
             self.fields["code_url"].required = task.requires_code_url
             self.fields["paper_url"].required = task.requires_paper_url
         if len(upload_kinds) > 1:
-            cast(forms.ChoiceField, self.fields["kind"]).choices = list(upload_kinds)
+            choices = [(kind, gettext(label)) for kind, label in upload_kinds]
+            cast(forms.ChoiceField, self.fields["kind"]).choices = choices
             self.fields["kind"].help_text = ""
         else:
             del self.fields["kind"]  # one kind of upload only
 
     # Unticked unless the researcher's settings say otherwise (the view passes their preference).
-    public = forms.BooleanField(required=False, initial=False, label="Show on the public leaderboard once scored",
-                                help_text="You can change it later on the entry's page; your default is in "
-                                          "your account settings.")
+    public = forms.BooleanField(required=False, initial=False,
+                                label=gettext_lazy("Show on the public leaderboard once scored"),
+                                help_text=gettext_lazy("You can change it later on the entry's page; your default "
+                                                       "is in your account settings."))
 
 
 # What an owner may change about an entry after upload (web edit page and API PATCH alike).
@@ -89,21 +95,23 @@ def system_names_of(user: User) -> list[str]:
 class EntryEditForm(forms.ModelForm):
     """The owner's edit page: names, description, link, visibility, and the account's team."""
 
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
-    url = forms.URLField(required=False, max_length=200, label="Paper or code URL", assume_scheme="https")
-    team = forms.CharField(max_length=120, required=False,
-                           help_text="Your team or affiliation. It belongs to your account: all your entries show it.")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000,
+                                  label=gettext_lazy("Description"))
+    url = forms.URLField(required=False, max_length=200, label=gettext_lazy("Paper or code URL"), assume_scheme="https")
+    team = forms.CharField(max_length=120, required=False, label=gettext_lazy("Team"),
+                           help_text=gettext_lazy("Your team or affiliation. It belongs to your account: all your "
+                                                  "entries show it."))
 
     class Meta:
         model = Submission
         fields = ["method_name", "system_name", "description", "url", "public"]
-        labels = {"method_name": "Method name", "system_name": "System",
-                  "public": "Show on the public leaderboard once scored"}
+        labels = {"method_name": gettext_lazy("Method name"), "system_name": gettext_lazy("System"),
+                  "public": gettext_lazy("Show on the public leaderboard once scored")}
         help_texts = {
-            "method_name": "The name shown on this task's leaderboard.",
-            "system_name": "Entries with the same system name are one system on a benchmark's average board "
-                           "(e.g. one model submitted to each subset under different method names). "
-                           "Leave empty to use the method name.",
+            "method_name": gettext_lazy("The name shown on this task's leaderboard."),
+            "system_name": gettext_lazy("Entries with the same system name are one system on a benchmark's average "
+                                        "board (e.g. one model submitted to each subset under different method "
+                                        "names). Leave empty to use the method name."),
             "public": "",
         }
         widgets = {"system_name": forms.TextInput(attrs={"list": "system-names", "autocomplete": "off"})}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 
 from core.jobs import JobStatus
 
@@ -106,9 +107,9 @@ class DevSetUse(models.TextChoices):
     """Whether the system was trained on the task's dev set (ExpMRC's submission policy: allowed,
     but declared, and marked on the board)."""
 
-    NONE = "none", "Not used for training"
-    PART = "part", "Part of the dev set used for training"
-    WHOLE = "whole", "The whole dev set used for training"
+    NONE = "none", gettext_lazy("Not used for training")
+    PART = "part", gettext_lazy("Part of the dev set used for training")
+    WHOLE = "whole", gettext_lazy("The whole dev set used for training")
 
 
 class Submission(models.Model):

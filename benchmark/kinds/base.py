@@ -65,7 +65,7 @@ REPORTED = (gettext_noop("reported"),
                          "no per-item data, so no interval and no tier."))
 
 PREDICTIONS, SKILLS, CODE, MODEL = "predictions", "skills", "code", "model"
-MODEL_UPLOAD = (MODEL, "A model (a .zip with predict.py), run here on the test inputs")
+MODEL_UPLOAD = (MODEL, gettext_noop("A model (a .zip with predict.py), run here on the test inputs"))
 
 
 class TaskKind:
@@ -88,8 +88,9 @@ class TaskKind:
     scorer_version: ClassVar[str]
 
     # Uploads: (submission kind, form label) this kind accepts, and the file field's help.
-    upload_kinds: ClassVar[tuple[tuple[str, str], ...]] = ((PREDICTIONS, "Predictions for the hidden test set"),)
-    file_help: ClassVar[str] = "One JSON object {\"<item id>\": <prediction>}."
+    upload_kinds: ClassVar[tuple[tuple[str, str], ...]] = (
+        (PREDICTIONS, gettext_noop("Predictions for the hidden test set")),)
+    file_help: ClassVar[str] = gettext_noop("One JSON object {\"<item id>\": <prediction>}.")
     # The submit page's "Format" box (a template under templates/kinds/).
     upload_format_template: ClassVar[str] = "kinds/generic_format.html"
 

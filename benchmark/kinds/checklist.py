@@ -18,7 +18,7 @@ class ChecklistKind(TaskKind):
     item_noun = gettext_noop("items")
     # Its items test behaviour and are public: submissions are scored on the public split.
     scored_split = "dev"
-    file_help = 'One JSON object {"<item id>": "<answer span>"}.'
+    file_help = gettext_noop('One JSON object {"<item id>": "<answer span>"}.')
     upload_format_template = "kinds/checklist_format.html"
     wording = Wording(
         family="CheckList",

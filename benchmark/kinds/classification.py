@@ -20,7 +20,7 @@ class ClassificationKind(TaskKind):
     scorer_version = "classification-1"
     importer = "classification"
     icq_format = icq.CLASSIFICATION
-    file_help = 'One JSON object {"<item id>": "<label>"}.'
+    file_help = gettext_noop('One JSON object {"<item id>": "<label>"}.')
     upload_format_template = "kinds/classification_format.html"
     wording = Wording(
         family=gettext_noop("Classification"),

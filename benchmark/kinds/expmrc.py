@@ -53,9 +53,9 @@ class SpanKind(ExpmrcKind):
     answer_label = "Answer F1"
     span_diagnostics = True
     builds_skill_sets = True
-    upload_kinds = ((PREDICTIONS, "Predictions for the hidden test set"),
-                    (SKILLS, "Skill predictions: original + reconstructed sets (s1–s14)"))
-    file_help = 'One JSON object {"<question id>": {"answer": "...", "evidence": "..."}}.'
+    upload_kinds = ((PREDICTIONS, gettext_noop("Predictions for the hidden test set")),
+                    (SKILLS, gettext_noop("Skill predictions: original + reconstructed sets (s1–s14)")))
+    file_help = gettext_noop('One JSON object {"<question id>": {"answer": "...", "evidence": "..."}}.')
     upload_format_template = "kinds/span_format.html"
     wording = Wording(
         family="ExpMRC",
@@ -84,8 +84,8 @@ class MultichoiceKind(ExpmrcKind):
     answer_metric = "answer_acc"
     answer_label = "Answer Acc"
     icq_format = icq.MULTICHOICE
-    file_help = ('One JSON object {"<passage id>-<question index>": {"answer": "<option letter>", '
-                 '"evidence": "..."}}.')
+    file_help = gettext_noop('One JSON object {"<passage id>-<question index>": {"answer": "<option letter>", '
+                             '"evidence": "..."}}.')
     upload_format_template = "kinds/multichoice_format.html"
     wording = Wording(
         family="ExpMRC",

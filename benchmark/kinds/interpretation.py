@@ -37,10 +37,10 @@ class InterpretationKind(TaskKind):
     has_tracks = True
     max_fail_share = 0.5
     average_unit = "tracks"
-    upload_kinds = ((PREDICTIONS, "Sentence-score file {sample_id: [floats]}"),
-                    (CODE, "Interpreter code (.py, or .zip with one entry module), run in the sandbox"))
-    file_help = ('A score file {"<sample id>": [one number per sentence]}, or interpreter code: a .py '
-                 'file (or a .zip) defining interpret(model, question, context).')
+    upload_kinds = ((PREDICTIONS, gettext_noop("Sentence-score file {sample_id: [floats]}")),
+                    (CODE, gettext_noop("Interpreter code (.py, or .zip with one entry module), run in the sandbox")))
+    file_help = gettext_noop('A score file {"<sample id>": [one number per sentence]}, or interpreter code: a .py '
+                             'file (or a .zip) defining interpret(model, question, context).')
     upload_format_template = "kinds/interpretation_format.html"
     wording = Wording(
         family="QUACKIE",

@@ -244,3 +244,17 @@ def test_scores_and_counts_read_the_same_in_both_languages(settings):
     chinese = numeric_cells(Client().get(task.get_absolute_url(), **CHINESE))
     assert english == chinese
     assert "1083.600" in english and any(cell.startswith("100.000") for cell in english), english
+
+
+def test_upload_form_speaks_chinese():
+    """The upload form's labels, help and upload kinds (declared by the task's kind) are
+    translated on the page; the kind's own words stay English for the API."""
+    task = make_task()
+    client = Client()
+    client.force_login(make_user("erin"))
+    page = visible_text(client.get(f"/tasks/{task.slug}/submit/", **CHINESE))
+    for words in ("方法名称", "隐藏测试集的预测结果", "技能预测：原始集 + 重构集（s1–s14）", "训练中使用的开发集", "未用于训练", "上传并评分"):
+        assert words in page
+    for words in ("Method name", "Predictions for the hidden test set", "Dev set used for training", "Upload and score"):
+        assert words not in page
+    assert task.kind_definition.upload_kinds[0][1] == "Predictions for the hidden test set"
