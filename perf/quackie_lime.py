@@ -55,7 +55,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SQUAD_DEV = REPO.parent / "shared" / "data" / "expmrc" / "expmrc-squad-dev.json"
+# ../shared/data beside the checkout, or where EXPBENCH_SHARED_DATA says (perf/gpu_check.sh)
+SHARED_DATA = Path(os.environ.get("EXPBENCH_SHARED_DATA") or REPO.parent / "shared" / "data")
+SQUAD_DEV = SHARED_DATA / "expmrc" / "expmrc-squad-dev.json"
 DEMO_MODEL = REPO / "var" / "models" / "answerability-minilm"
 sys.path.insert(0, str(REPO))
 
