@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
 
 class Status(models.TextChoices):
-    UPLOADED = "uploaded", "Uploaded"
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SCORED = "scored", "Scored"
-    FAILED = "failed", "Failed"
-    REJECTED = "rejected", "Rejected"
-    CANCELLED = "cancelled", "Cancelled"
+    UPLOADED = "uploaded", gettext_lazy("Uploaded")
+    QUEUED = "queued", gettext_lazy("Queued")
+    RUNNING = "running", gettext_lazy("Running")
+    SCORED = "scored", gettext_lazy("Scored")
+    FAILED = "failed", gettext_lazy("Failed")
+    REJECTED = "rejected", gettext_lazy("Rejected")
+    CANCELLED = "cancelled", gettext_lazy("Cancelled")
 
 
 LEGAL_TRANSITIONS = {
@@ -50,13 +50,13 @@ DiagnosticsStatus = JobStatus
 
 
 class ErrorCategory(models.TextChoices):
-    INVALID_INPUT = "invalid_input", "Invalid file"
-    WORKER_LOST = "worker_lost", "Scoring worker lost"
-    SCORER_ERROR = "scorer_error", "Internal scoring error"
-    CODE_FAILED = "code_failed", "Interpreter code failed"
-    SCORING_TIME = "scoring_time", "Scoring time limit"
-    SMOKE_FAILED = "smoke_failed", "Model failed on the public sample"
-    MODEL_FAILED = "model_failed", "Model failed on the hidden inputs"
+    INVALID_INPUT = "invalid_input", gettext_lazy("Invalid file")
+    WORKER_LOST = "worker_lost", gettext_lazy("Scoring worker lost")
+    SCORER_ERROR = "scorer_error", gettext_lazy("Internal scoring error")
+    CODE_FAILED = "code_failed", gettext_lazy("Interpreter code failed")
+    SCORING_TIME = "scoring_time", gettext_lazy("Scoring time limit")
+    SMOKE_FAILED = "smoke_failed", gettext_lazy("Model failed on the public sample")
+    MODEL_FAILED = "model_failed", gettext_lazy("Model failed on the hidden inputs")
 
 
 # Failures caused by the platform, not by the researcher: they are refunded (not counted
