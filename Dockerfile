@@ -14,8 +14,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 # The whole stack, QUACKIE models included (requirements-models.txt reads requirements.txt).
+# CPU torch by default; the GPU models worker (docker-compose.yml, profile "gpu") builds with
+# TORCH_INDEX set to a CUDA wheel index.
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 COPY requirements.txt requirements-models.txt ./
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements-models.txt
+RUN pip install --no-cache-dir --extra-index-url "$TORCH_INDEX" -r requirements-models.txt
 
 COPY . .
 # The data folders exist in the image, owned by the app user: an empty named volume mounted
