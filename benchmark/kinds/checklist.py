@@ -22,17 +22,21 @@ class ChecklistKind(TaskKind):
     upload_format_template = "kinds/checklist_format.html"
     wording = Wording(
         family="CheckList",
-        metric="Cases passed (%): the share of the suite's test cases in which every item gets the expected "
-               "answer (100 − the overall failure rate); a case with a missing prediction fails.",
-        ranking="Ranked by Cases passed (%), highest first; equal scores share a rank.",
-        footnote="Behavioural tests of the CheckList SQuAD suite (Ribeiro et al., 2020); its items are public, "
-                 "so this board measures behaviour, not a hidden test set. The BERT-base row scores the "
-                 "predictions released with the suite. 95% intervals: Wilson interval over cases.",
-        guide=(("Cases passed (%)", "a case passes when all its items do: an MFT item must give the expected "
-                                    "answer, an INV item the same answer as the case's original input. The "
-                                    "ranking column."),
-               ("Failure rates", "each entry's page breaks the failures down by capability (vocabulary, "
-                                 "negation, coreference…) and by test, next to BERT-base's."),
+        metric=gettext_noop(  # xgettext:no-python-format
+            "Cases passed (%): the share of the suite's test cases in which every item gets the expected answer "
+            "(100 − the overall failure rate); a case with a missing prediction fails."),
+        ranking=gettext_noop(  # xgettext:no-python-format
+            "Ranked by Cases passed (%), highest first; equal scores share a rank."),
+        footnote=gettext_noop(  # xgettext:no-python-format
+            "Behavioural tests of the CheckList SQuAD suite (Ribeiro et al., 2020); its items are public, so this "
+            "board measures behaviour, not a hidden test set. The BERT-base row scores the predictions released "
+            "with the suite. 95% intervals: Wilson interval over cases."),
+        guide=(("Cases passed (%)", gettext_noop("a case passes when all its items do: an MFT item must give the "
+                                                 "expected answer, an INV item the same answer as the case's "
+                                                 "original input. The ranking column.")),
+               (gettext_noop("Failure rates"), gettext_noop("each entry's page breaks the failures down by capability "
+                                                            "(vocabulary, negation, coreference…) and by test, next "
+                                                            "to BERT-base's.")),
                CI_BAR, TIER, REPORTED),
     )
     # What an entry's total counts: cases, not items.

@@ -44,28 +44,30 @@ class InterpretationKind(TaskKind):
     upload_format_template = "kinds/interpretation_format.html"
     wording = Wording(
         family="QUACKIE",
-        metric="IoU: per sample, the overlap between the sentences an interpreter scores highest and the "
-               "sentence that holds the answer, averaged over the samples that did not fail (×100).",
-        ranking="Ranked by IoU, highest first. A sample whose scores failed (missing, wrong length, not finite) is "
-                "left out of the means, so an entry whose scores failed on more than half of the samples is listed "
-                "without a rank or a tier, last, with the reason; so is an entry whose IoU is undefined.",
-        footnote="IoU, HPD and SNR are the official QUACKIE metrics (Rychener et al., 2020) on the top-1 "
-                 "selection (×100, 2 decimals); HPD (rank) and SNR (raw) are computed on the raw scores. "
-                 "\"reported\" rows are the official QUACKIE leaderboard's published numbers. 95% intervals: "
-                 "BCa bootstrap over the samples where the metric is defined (1000 resamples).",
-        guide=(("IoU", "intersection over union of the selected sentences (every sentence tied at the top score) "
-                       "and the answer sentence: 100 when exactly the answer sentence is selected. The ranking "
-                       "column."),
-               ("HPD", "highest precision for detection: 1 ÷ the number of sentences that must be read, top "
-                       "scores first, to reach the answer sentence."),
-               ("SNR", "signal-to-noise ratio: how far the answer sentence's score stands out from the others "
-                       "(squared difference of means ÷ variance of the others); undefined when the others all "
-                       "score alike."),
-               ("HPD (rank), SNR (raw)", "the same two measures on the raw scores instead of the top-1 "
-                                         "selection, as the QUACKIE paper describes them; they do not match the "
-                                         "published numbers."),
-               ("Fails / no SNR", "samples whose scores failed (left out of every mean) / samples without an "
-                                  "SNR (fails included)."),
+        metric=gettext_noop("IoU: per sample, the overlap between the sentences an interpreter scores highest and "
+                            "the sentence that holds the answer, averaged over the samples that did not fail (×100)."),
+        ranking=gettext_noop("Ranked by IoU, highest first. A sample whose scores failed (missing, wrong length, not "
+                             "finite) is left out of the means, so an entry whose scores failed on more than half of "
+                             "the samples is listed without a rank or a tier, last, with the reason; so is an entry "
+                             "whose IoU is undefined."),
+        footnote=gettext_noop(  # xgettext:no-python-format
+            "IoU, HPD and SNR are the official QUACKIE metrics (Rychener et al., 2020) on the top-1 selection (×100, "
+            "2 decimals); HPD (rank) and SNR (raw) are computed on the raw scores. \"reported\" rows are the "
+            "official QUACKIE leaderboard's published numbers. 95% intervals: BCa bootstrap over the samples where "
+            "the metric is defined (1000 resamples)."),
+        guide=(("IoU", gettext_noop("intersection over union of the selected sentences (every sentence tied at the "
+                                    "top score) and the answer sentence: 100 when exactly the answer sentence is "
+                                    "selected. The ranking column.")),
+               ("HPD", gettext_noop("highest precision for detection: 1 ÷ the number of sentences that must be read, "
+                                    "top scores first, to reach the answer sentence.")),
+               ("SNR", gettext_noop("signal-to-noise ratio: how far the answer sentence's score stands out from the "
+                                    "others (squared difference of means ÷ variance of the others); undefined when "
+                                    "the others all score alike.")),
+               ("HPD (rank), SNR (raw)", gettext_noop("the same two measures on the raw scores instead of the top-1 "
+                                                      "selection, as the QUACKIE paper describes them; they do not "
+                                                      "match the published numbers.")),
+               (gettext_noop("Fails / no SNR"), gettext_noop("samples whose scores failed (left out of every mean) / "
+                                                             "samples without an SNR (fails included).")),
                CI_BAR, TIER, REPORTED),
     )
     METRICS = ("iou", "hpd", "snr", "hpd_rank", "snr_raw")
