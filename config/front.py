@@ -12,7 +12,8 @@ connection, as a sync worker does (Django's own ASGI handler starts a thread per
   then a file in ``FILE_UPLOAD_TEMP_DIR``, where Django spools uploads too) before a thread is
   involved. A body whose ``Content-Length`` is over its address's
   limit is not read at all: Django gets an empty stream and answers 413 from the header
-  (``config.body_limits``), as it did before.
+  (``config.body_limits``), as it did before. Nor is a body without ``Content-Length``
+  (chunked), which Django never reads either.
 * Responses go out through the event loop: the thread hands the answer over in pieces of
   ``RESPONSE_PIECE_BYTES`` and goes on to the next request unless more than
   ``RESPONSE_BUFFER_BYTES`` wait for a slow reader, so a slow download holds a thread only for
@@ -245,8 +246,11 @@ class BufferedWSGI:
             refused = False
             if size:
                 refused = await loop.run_in_executor(self.pool, self.refused, scope["path"], size)
-            # A refused body is left unread: the application answers 413 from Content-Length.
-            if not refused and not await self.read_body(receive, body):
+            # Only a body that Django will read is read: one announced by Content-Length, within
+            # its limit. A refused one is left unread (the application answers 413 from
+            # Content-Length), and so is one without Content-Length (chunked), which Django
+            # ignores too: buffering it would have no bound.
+            if size is not None and not refused and not await self.read_body(receive, body):
                 return  # the client left before its request was complete
             body.seek(0)
             relay = ResponseRelay(loop, with_body=scope["method"] != "HEAD")

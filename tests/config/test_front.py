@@ -136,6 +136,13 @@ def test_a_refused_body_is_never_read_and_the_application_answers_from_content_l
     assert client.start["status"] == 413 and client.done
 
 
+def test_a_body_without_content_length_is_left_unread_as_django_leaves_it():
+    app, client = Recorder(), Client()
+    serve(app, scope(method="POST", headers=[(b"transfer-encoding", b"chunked")]), never_read(), client)
+    assert app.read == b"" and "CONTENT_LENGTH" not in app.environ
+    assert client.start["status"] == 200 and client.done
+
+
 def test_a_client_that_leaves_before_its_body_ends_never_reaches_the_application():
     app = Recorder()
     receive = receiver({"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.disconnect"})

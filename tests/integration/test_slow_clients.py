@@ -99,3 +99,13 @@ def test_answers_and_bodies_pass_the_front_whole(embedded_stack):
     # A request body arrives whole: a token is answered for the posted credentials.
     token = embedded_stack.create_user("front-user", "front-password-1")
     assert len(token) >= 20
+
+
+def test_a_chunked_body_is_not_buffered_without_end(embedded_stack):
+    """Django never reads a body without Content-Length, so the front does not wait for one:
+    a chunked body that never ends is answered at once, not stored until the disk is full."""
+    with socket.create_connection(("127.0.0.1", embedded_stack.port), timeout=10) as sock:
+        sock.sendall(b"POST /api/v1/auth/token/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n400\r\n" + b"x" * 1024 + b"\r\n")
+        answer = sock.recv(65536)  # the body's end never comes; recv would time out after 10 s
+    assert answer.startswith(b"HTTP/1.1 4"), answer[:200]
