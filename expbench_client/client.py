@@ -6,12 +6,16 @@ HTTP error statuses are answers, not exceptions: every call returns the status a
 body. A list that comes in pages (``{"count", "next", "previous", "results"}``) is read to its
 last page, unless the call asks for one page with ``limit`` or ``offset``; a task's board, in the
 same envelope (``rows`` instead of ``results`` from a server of before the one envelope), is read
-whole by :meth:`Client.board`, which answers it as the deprecated path did, under ``rows``. Only a server
-that cannot be reached raises, as :class:`ServerUnreachable`, and a board or a list that keeps
-changing while its pages are read, as :class:`BoardChanged` or :class:`ListChanged`. Reads
+whole by :meth:`Client.board`, which answers it as the deprecated path did, under ``rows``. Only
+a server that cannot be reached raises, as :class:`ServerUnreachable`, and a board or a list that
+keeps changing while its pages are read, as :class:`BoardChanged` or :class:`ListChanged`. Reads
 (GET) are retried with exponential backoff on connection errors and 5xx answers; writes never
 are, so a submission is never sent twice. A file upload (:meth:`Client.submit_file`) is read
 from disk while it is sent (:class:`UploadBody`), so its size does not matter to memory.
+
+Why this module is long: one HTTP conversation (requests, retries, timeouts, streamed uploads
+and downloads, and reading paged lists and boards as one consistent answer) shared by every
+command; split, the retry and paging rules would be repeated per module.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
 
 from benchmark.models import RankingRule, Task, TestSet, Visibility
 
@@ -105,3 +106,53 @@ def _out_of_date_reason(submission: Submission, current: TestSet | None) -> str:
                 f"{failed}.")
     return (f"Not on the leaderboard now: scored on test set {scored_on}, and the board shows {current.version}. "
             "It returns once re-scored.")
+
+
+@dataclass(frozen=True)
+class PublicDownloads:
+    """What anyone may download of an entry (leaderboards.downloads): its results (the aggregates
+    its page and the API show) once it is public; its prediction file, or its model bundle or
+    interpreter code, only where the task's maintainers allow it. ``withheld`` says why an entry's
+    file is not offered ("" when it is, or when there is nothing to say)."""
+
+    results: bool
+    predictions: bool
+    files: bool
+    withheld: str = ""
+
+
+PREDICTION_KINDS = (Submission.PREDICTIONS, Submission.SKILLS)
+PROGRAM_KINDS = (Submission.CODE, Submission.MODEL)
+
+
+def is_public_entry(submission: Submission) -> bool:
+    """Anyone may see the entry's results: it is public, scored, not flagged, on a task that is
+    not hidden, and not kept off the boards by a phase whose board is not live yet."""
+    task, phase = submission.task, submission.phase
+    held = phase is not None and not phase.live_board and phase.closed_at is None
+    return (submission.status == Status.SCORED and submission.public and not submission.flag_reason
+            and task.visibility != Visibility.HIDDEN and not held)
+
+
+def public_downloads(submission: Submission) -> PublicDownloads:
+    """What of ``submission`` anyone may download. Never gold, never a hidden-input task's inputs
+    (nor predictions, which would quote them), never anything of a private part before its
+    phase reveals it."""
+    if not is_public_entry(submission):
+        return PublicDownloads(False, False, False)
+    task, phase = submission.task, submission.phase
+    has_file = bool(submission.file)
+    if submission.kind in PREDICTION_KINDS and has_file:
+        withheld = ""
+        if task.inputs_hidden:
+            withheld = _("The task's inputs are hidden: its prediction files are never public.")
+        elif phase is not None and phase.private_share > 0 and phase.closed_at is None:
+            withheld = _("The prediction file becomes downloadable once phase %(phase)s has ended and its "
+                         "private part is revealed.") % {"phase": phase.name}
+        elif not task.public_predictions:
+            withheld = _("The task's maintainers keep prediction files private.")
+        return PublicDownloads(True, not withheld, False, withheld)
+    if submission.kind in PROGRAM_KINDS and has_file:
+        withheld = "" if task.public_model_files else _("The task's maintainers keep models and code private.")
+        return PublicDownloads(True, False, not withheld, withheld)
+    return PublicDownloads(True, False, False)

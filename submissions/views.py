@@ -20,7 +20,7 @@ from scoring.analysis.features import EXTRACTOR_METHODS
 from . import diagnostics, intake, model_runs, phases, rescoring
 from .forms import EntryEditForm, PredictionUploadForm, system_names_of
 from .models import DevSetUse, PhaseSelection, Status, Submission
-from .selectors import board_placement
+from .selectors import board_placement, public_downloads
 
 
 @login_required
@@ -195,6 +195,8 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "submissions/detail.html", {
         "unranked": unranked_result(submission),
         "submission": submission,
+        # What anyone may download of it (leaderboards.downloads serves them).
+        "downloads": public_downloads(submission),
         "rows": rows,
         "ahead": ahead,
         "steps": [{"name": s.label, "done": i <= reached, "current": i == reached} for i, s in enumerate(steps)],

@@ -70,6 +70,9 @@ def populate(stack):
         "benchmark-quackie": "/benchmarks/quackie/",
         "benchmark-checklist": "/benchmarks/checklist-mrc/",
         "benchmark-classification": "/benchmarks/nlu/",
+        "benchmark-overview": "/benchmarks/expmrc/overview/",
+        "benchmark-evaluation": "/benchmarks/expmrc/evaluation/",
+        "benchmark-terms": "/benchmarks/expmrc/terms/",
         "board-span": "/tasks/expmrc-squad/",
         "board-multichoice-zh": "/tasks/expmrc-c3/",
         "board-interpretation": f"/tasks/{published}/",
@@ -204,6 +207,52 @@ def test_every_page_kind_at_desktop_and_phone_width(embedded_stack, browser, pag
             problems[f"{name} ({path})"] = found
     context.close()
     assert problems == {}, f"screenshots in {SCREENSHOTS}"
+
+
+def test_a_benchmarks_own_pages_and_an_entrys_downloads(embedded_stack, browser, pages):
+    """From a benchmark's boards to its Overview (the best score of each task over time, drawn
+    on the server, and the inputs' licence), Evaluation and Terms pages by their tabs; an entry's
+    page offers its results for download, and not its prediction file, which the task keeps
+    private."""
+    url = embedded_stack.url
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.goto(url + "/benchmarks/expmrc/")
+    page.get_by_role("link", name="Overview", exact=True).click()
+    page.wait_for_url("**/benchmarks/expmrc/overview/")
+    assert page.locator("nav.tabs a[aria-current=page]").inner_text() == "Overview"
+    licence = page.get_by_role("link", name="CC BY-SA 4.0")
+    assert licence.get_attribute("href") == "https://creativecommons.org/licenses/by-sa/4.0/"
+
+    def sample_is_a_record():  # the board is stored by a worker: the page shows it once it is
+        page.reload()
+        return page.locator("svg#progress-expmrc-squad circle.record").count() >= 1
+
+    wait_until(sample_is_a_record, "the SQuAD sample as a record on the overview", timeout=120)
+    chart = page.locator("svg#progress-expmrc-squad")
+    assert chart.get_attribute("role") == "img" and "Overall F1" in chart.locator("title").first.text_content()
+    box = chart.bounding_box()
+    assert box["width"] > 200 and box["height"] > 80  # drawn, not collapsed
+    assert "Pages SQuAD sample" in chart.locator("circle.record title").first.text_content()
+
+    page.get_by_role("link", name="Evaluation", exact=True).click()
+    page.wait_for_url("**/benchmarks/expmrc/evaluation/")
+    assert "Overall F1" in page.locator("#evaluation").inner_text()
+    page.get_by_role("link", name="Terms", exact=True).click()
+    page.wait_for_url("**/benchmarks/expmrc/terms/")
+    rules = page.locator("#rules-expmrc-squad").inner_text()
+    assert "results" in rules and "prediction files" not in rules
+
+    page.goto(url + pages["entry"])
+    results = page.get_by_role("link", name="results (JSON)")
+    answer = page.request.get(url + results.get_attribute("href"))
+    assert answer.ok and answer.json()["scores"]["overall_f1"] > 0 and "item_scores" not in answer.json()
+    assert page.get_by_role("link", name="prediction file").count() == 0
+    assert errors == []
+    context.close()
 
 
 def test_a_visitor_on_a_phone_can_log_in_and_sign_up(embedded_stack, browser):
