@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext
+
 from benchmark.models import Task
 
 from .models import MAX_METRIC_COLUMNS, SORT_FIELDS
@@ -21,7 +23,7 @@ class SortKey:
     field: str  # the BoardRow column holding each row's ordinal on this key
     descending_first: bool  # scores best first; names, ranks and failures smallest first
     value_of: Callable[[dict[str, Any]], Any]
-    label: str
+    label: str  # in the active language (the page's; English for the API)
 
 
 def sort_keys(task: Task) -> dict[str, SortKey]:
@@ -32,14 +34,16 @@ def sort_keys(task: Task) -> dict[str, SortKey]:
     def ci_low(row: dict[str, Any]) -> float | None:
         return None if row["reported"] else ((row["ci"] or {}).get(primary) or (None, None))[0]
 
-    rank = SortKey(SORT_FIELDS["rank"], False, lambda row: row["rank"], "rank")
+    rank = SortKey(SORT_FIELDS["rank"], False, lambda row: row["rank"], gettext("rank"))
     keys = {"rank": rank, "tier": rank,
-            "system": SortKey(SORT_FIELDS["system"], False, lambda row: row["method"].casefold(), "system name")}
+            "system": SortKey(SORT_FIELDS["system"], False, lambda row: row["method"].casefold(),
+                              gettext("system name"))}
     for index, (key, label) in enumerate(task.metric_columns[:MAX_METRIC_COLUMNS]):
         keys[key] = SortKey(f"by_metric_{index}", True, metric_value(key), label)
-    keys["ci"] = SortKey(SORT_FIELDS["ci"], True, ci_low, f"lower end of the 95% CI of {labels[primary]}")
+    keys["ci"] = SortKey(SORT_FIELDS["ci"], True, ci_low,
+                         gettext("lower end of the 95%% CI of %(metric)s") % {"metric": labels[primary]})
     if task.kind_definition.counts_failed_samples:
-        keys["fails"] = SortKey(SORT_FIELDS["fails"], False, lambda row: row["fails"], "failed samples")
+        keys["fails"] = SortKey(SORT_FIELDS["fails"], False, lambda row: row["fails"], gettext("failed samples"))
     return keys
 
 
@@ -61,7 +65,8 @@ class Order:
         return f"sort={self.sort}&order={'desc' if self.descending else 'asc'}"
 
     def label(self, task: Task) -> str:
-        return f"{sort_keys(task)[self.sort].label}, {'descending' if self.descending else 'ascending'}"
+        direction = gettext("descending") if self.descending else gettext("ascending")
+        return gettext("%(key)s, %(direction)s") % {"key": sort_keys(task)[self.sort].label, "direction": direction}
 
 
 def read_order(task: Task, sort: str | None, order: str | None) -> Order:

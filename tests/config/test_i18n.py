@@ -258,3 +258,11 @@ def test_upload_form_speaks_chinese():
     for words in ("Method name", "Predictions for the hidden test set", "Dev set used for training", "Upload and score"):
         assert words not in page
     assert task.kind_definition.upload_kinds[0][1] == "Predictions for the hidden test set"
+
+
+def test_sorted_board_says_its_order_in_chinese():
+    task = make_task()
+    chinese = visible_text(Client().get(f"{task.get_absolute_url()}?sort=system&order=desc", **CHINESE))
+    assert "按 系统名称，降序 排序" in chinese
+    english = visible_text(Client().get(f"{task.get_absolute_url()}?sort=system&order=desc", **ENGLISH))
+    assert "Sorted by system name, descending" in english
