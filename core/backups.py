@@ -12,7 +12,7 @@ An archive is a gzipped tar file:
   its gold and public inputs, phases, reported rows, QUACKIE sets and tracks, submissions with
   their scores, per-item results and score history, the stored boards;
 * ``media/...``: the files under ``MEDIA_ROOT`` (uploaded predictions, code and model bundles,
-  baseline runs), except the inputs downloads, which are rebuilt from the test sets.
+  baseline runs), except the inputs downloads and CSV exports, which are rebuilt from the database.
 
 Content types and permissions are not in it: ``migrate`` creates them, and rows refer to them
 by natural key. The archive holds hidden gold and password hashes: it is a maintainer's file,
@@ -57,7 +57,7 @@ MANIFEST_NAME = "manifest.json"
 DATA_NAME = "data.json"
 MEDIA_PREFIX = "media/"
 #: Folders of MEDIA_ROOT left out: caches the site rebuilds from the database.
-MEDIA_CACHES = frozenset({"inputs"})
+MEDIA_CACHES = frozenset({"inputs", "exports"})
 #: What is dumped: whole apps by label, or single models as ``app.model``.
 DUMPED = ("auth.user", "auth.group", "authtoken", "admin.logentry",
           "accounts", "benchmark", "submissions", "leaderboards")

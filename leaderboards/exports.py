@@ -7,12 +7,15 @@ mojibake) and every free-text cell that a spreadsheet would run as a formula is 
 import csv
 import io
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 
 from benchmark.models import Benchmark, Task, Visibility
-from core.conditional import stored_response, strong_etag, unchanged, weaken_for_gzip, with_validators
+from core.conditional import stored_file_answer, strong_etag, unchanged, weaken_for_gzip, with_validators
 
 from .page_states import benchmark_state
 from .store import RELEASE, all_rows, benchmark_board, board_state, current_stamp, task_board
@@ -70,7 +73,7 @@ def task_csv_rows(task: Task, rows: Iterable[dict[str, Any]]) -> Iterable[list[o
                + [csv_text(row.get(name) or "") for name in DECLARATION_COLUMNS])
 
 
-def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
+def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponseBase:
     """A task's board as on its page: one line per row, every metric with its 95% CI, the
     significance tier and its p-values (empty for reported rows, which have none)."""
     # The hot path: one query decides between a 304, a CSV kept earlier and writing it.
@@ -80,7 +83,8 @@ def leaderboard_csv(request: HttpRequest, slug: str) -> HttpResponse:
     shown = current_stamp(state)
     if shown is None:
         return computing_response()
-    return kept_csv(request, [shown[0]], f"{slug}-leaderboard.csv", lambda: task_csv(state.task_id))
+    return kept_csv(request, f"task{state.task_id}", [shown[0]], f"{slug}-leaderboard.csv",
+                    lambda: task_csv(state.task_id))
 
 
 def task_csv(task_id: int) -> HttpResponse:
@@ -94,28 +98,56 @@ def task_csv(task_id: int) -> HttpResponse:
     return csv_response(header, task_csv_rows(task, all_rows(board)))
 
 
-#: How long a CSV written for anonymous visitors stays in the shared cache (its key names the
-#: stored board it was written from, so a board that changes gets a new one at once).
-CSV_CACHE_SECONDS = 600
 CSV_TYPE = "text/csv; charset=utf-8"
+#: Where the CSVs written for anonymous visitors are kept (in MEDIA_ROOT; left out of backups).
+KEPT_FOLDER = "exports"
 
 
-def kept_csv(request: HttpRequest, parts: list[object], filename: str,
-             write: Callable[[], HttpResponse]) -> HttpResponse:
-    """A CSV with an ETag from ``parts``, or a 304 when the visitor has it; written once per
-    ETag for anonymous visitors and kept in the shared cache, plain and gzipped. What a signed-in
-    visitor downloads may show hidden tasks (maintainers): written for them, kept by no cache."""
+class NotWritten(Exception):
+    """The CSV could not be written (its board is being computed): ``response`` says so."""
+
+    def __init__(self, response: HttpResponse) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def kept_csv(request: HttpRequest, page: str, parts: list[object], filename: str,
+             write: Callable[[], HttpResponse]) -> HttpResponseBase:
+    """A CSV with an ETag from ``parts``, or a 304 when the visitor has it. For anonymous
+    visitors it is written once per ETag and kept on disk, plain and gzipped, and later answers
+    read the file the client accepts (a 10,000-row board is megabytes of CSV: unpickled from
+    the shared cache it cost more than the page it came from); writing it removes the copies of
+    earlier ETags of the same ``page``. What a signed-in visitor downloads may show hidden tasks
+    (maintainers): written for them, kept nowhere."""
     private = request.user.is_authenticated
     etag = strong_etag(RELEASE, "csv", private, *parts)
     answer = unchanged(request, etag, private=private)
     if answer is not None:
         return answer
-    response = write() if private else stored_response(request, f"csv:{etag}", write, seconds=CSV_CACHE_SECONDS,
-                                                       content_type=CSV_TYPE)
-    if response.status_code != 200:
-        return response
+    if private:
+        response: HttpResponseBase = write()
+        if response.status_code != 200:
+            return response
+    else:
+        stem = Path(settings.MEDIA_ROOT) / KEPT_FOLDER / f"{page}-{etag.strip(chr(34))}"
+        try:
+            response = stored_file_answer(request, stem, lambda: written(write, stem), content_type=CSV_TYPE)
+        except NotWritten as refused:
+            return refused.response
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return weaken_for_gzip(with_validators(response, etag, private=private))
+
+
+def written(write: Callable[[], HttpResponse], stem: Path) -> bytes:
+    """The CSV's bytes, once the copies of the page's earlier ETags are removed."""
+    response = write()
+    if response.status_code != 200:
+        raise NotWritten(response)
+    page = stem.name.rsplit("-", 1)[0]
+    for earlier in stem.parent.glob(f"{page}-*"):
+        if not earlier.name.startswith(stem.name):
+            earlier.unlink(missing_ok=True)
+    return response.content
 
 
 def computing_response() -> HttpResponse:
@@ -126,7 +158,7 @@ def computing_response() -> HttpResponse:
     return response
 
 
-def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponse:
+def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponseBase:
     """A benchmark's average board: per system its rank, each task's primary metric (one column
     per task, named by its slug) and the average. The average is over public tasks only
     (leaderboards.boards.benchmark_average_rows); an average computed before one of its tasks
@@ -135,7 +167,8 @@ def benchmark_csv(request: HttpRequest, slug: str) -> HttpResponse:
     state = benchmark_state(slug)
     if state is None:
         raise Http404("No Benchmark matches the given query.")
-    return kept_csv(request, state.parts(Visibility.reachable_by(request.user)),
+    visibilities = Visibility.reachable_by(request.user)
+    return kept_csv(request, f"benchmark{state.benchmark_id}-{len(visibilities)}", state.parts(visibilities),
                     f"{slug}-average-leaderboard.csv", lambda: average_csv(request, state.benchmark_id))
 
 

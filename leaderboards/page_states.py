@@ -5,6 +5,7 @@ values change exactly when what the page shows does, so they name the kept answe
 and a change (a new, withdrawn or re-scored entry, a phase's end, a task hidden or shown) makes
 the next visitor's answer a new one. Who may see what is decided on every request, never read
 from a kept answer (``EntryState.public``)."""
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +18,12 @@ from submissions.models import Status, Submission
 from . import store
 from .models import BoardSnapshot
 from .store import benchmark_key, benchmark_stamp, task_stamp
+
+
+@functools.cache
+def of_kind(kind: str) -> Task:
+    """An unsaved task of ``kind``, as ``task_stamp`` reads it: a model instance per request costs."""
+    return Task(kind=kind)
 
 
 @dataclass(frozen=True)
@@ -55,11 +62,10 @@ def benchmark_state(slug: str, *, again: bool = True) -> BenchmarkState | None:
             LEFT JOIN {snapshot} s ON s.key = 'task:' || t.id
             WHERE t.benchmark_id = %s ORDER BY t.id""", [benchmark_key(benchmark_id), benchmark_id])
         tasks = cursor.fetchall()
-    by_kind = {kind: Task(kind=kind) for kind in {kind for _, kind, *_ in tasks}}  # a model instance costs
     gens: dict[int, tuple[int, datetime | None]] = {pk: (gen or 0, None) for pk, _, _, gen, _, _ in tasks}
     average_stamp = tasks[0][5] if tasks else ""
     up_to_date = (not tasks or average_stamp == benchmark_stamp(list(gens), gens)) and all(
-        stamp == task_stamp(by_kind[kind], gen or 0) for _, kind, _, gen, stamp, _ in tasks)
+        stamp == task_stamp(of_kind(kind), gen or 0) for _, kind, _, gen, stamp, _ in tasks)
     if not up_to_date and store.request_rebuild(list(gens)) and again:
         return benchmark_state(slug, again=False)
     return BenchmarkState(benchmark_id, repr(row), average_stamp, up_to_date,
@@ -85,18 +91,24 @@ def entry_state(submission_id: int) -> EntryState | None:
     """The state of entry ``submission_id`` (None if there is none): its row, its task's
     visibility and board generation (a phase's end, a new test set, a team renamed) and the
     scorer versions of the day (an entry scored by an earlier one is marked out of date)."""
+    return entry_states([submission_id]).get(submission_id)
+
+
+def entry_states(submission_ids: list[int]) -> dict[int, EntryState]:
+    """``entry_state`` of each of these entries that exists, in one query."""
     submission, task, generation = Submission._meta.db_table, Task._meta.db_table, BoardGeneration._meta.db_table
     columns = ", ".join(f"s.{column}" for column in _SHOWN_COLUMNS)
+    marks = ", ".join(["%s"] * len(submission_ids))
     with connection.cursor() as cursor:
         cursor.execute(f"""
-            SELECT t.kind, t.visibility, g.generation, {columns} FROM {submission} s
+            SELECT s.id, t.kind, t.visibility, g.generation, {columns} FROM {submission} s
             JOIN {task} t ON t.id = s.task_id LEFT JOIN {generation} g ON g.task_id = t.id
-            WHERE s.id = %s""", [submission_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    kind, visibility, gen = row[:3]
-    shown = dict(zip(_SHOWN_COLUMNS, row[3:], strict=True))
-    public = bool(shown["public"]) and shown["status"] == Status.SCORED and visibility != Visibility.HIDDEN
-    digest = hashlib.sha256(repr((visibility, task_stamp(Task(kind=kind), gen or 0), row[3:])).encode()).hexdigest()
-    return EntryState(submission_id, public, digest)
+            WHERE s.id IN ({marks})""", submission_ids)
+        rows = cursor.fetchall()
+    states = {}
+    for pk, kind, visibility, gen, *values in rows:
+        shown = dict(zip(_SHOWN_COLUMNS, values, strict=True))
+        public = bool(shown["public"]) and shown["status"] == Status.SCORED and visibility != Visibility.HIDDEN
+        stamp = task_stamp(of_kind(kind), gen or 0)
+        states[pk] = EntryState(pk, public, hashlib.sha256(repr((visibility, stamp, values)).encode()).hexdigest())
+    return states

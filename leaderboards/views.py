@@ -26,7 +26,7 @@ from submissions.selectors import public_skill_submissions
 from . import wording
 from .compare import CompareError, compare, visible_submission
 from .ordering import Order, OrderError, read_order, sort_keys
-from .page_states import benchmark_state, entry_state
+from .page_states import benchmark_state, entry_state, entry_states
 from .store import (
     RELEASE,
     benchmark_board,
@@ -373,9 +373,10 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
     if not request.user.is_authenticated and a_id.isdigit() and b_id.isdigit():
         # Two public entries compared for anonymous visitors: rendered once per state of the two.
-        states = [entry_state(int(a_id)), entry_state(int(b_id))]
-        if all(state is not None and state.public for state in states):
-            parts = ["compare", a_id, b_id, *(state.digest for state in states if state is not None)]
+        states = entry_states([int(a_id), int(b_id)])
+        shown = [states.get(int(a_id)), states.get(int(b_id))]
+        if all(state is not None and state.public for state in shown):
+            parts = ["compare", a_id, b_id, *(state.digest for state in shown if state is not None)]
             return conditional_page(request, parts, lambda: comparison(request, a_id, b_id))
     return comparison(request, a_id, b_id)
 

@@ -195,8 +195,8 @@ def measure(stack: Any, args: argparse.Namespace) -> list[tuple[str, float]]:
     seeded = time.perf_counter() - started
     started = time.perf_counter()
     store.rebuild_all()  # as the worker does after a change: ranking, CIs, significance tiers
-    print(f"{args.entries:,} entries seeded in {seeded:.0f} s, boards computed in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(f"{TASK_SLUG}: {task.current_test_set().n_items} questions; {args.entries:,} entries seeded in "
+          f"{seeded:.0f} s, boards computed in {time.perf_counter() - started:.0f} s", flush=True)
     addresses = pages(task)
     static_root = Path(stack.env["EXPBENCH_VAR_DIR"]) / "staticfiles"
     static_root.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,10 @@ answered from the shared cache after that; every change they show gives the next
 answer; who may see them is decided on each request; the private part of a phase's test set
 shows in none of them before the reveal; the compare page runs no permutation test for a pair
 the board already tested, and any other pair's test only once."""
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -59,6 +62,9 @@ def test_kept_pages_follow_a_new_a_rescored_and_a_withdrawn_entry():
         seed(task, 3, alice)
     after = {name: kept_answer(client, path) for name, path in pages.items()}
     assert all("System 2" in after[name] for name in ("csv", "average", "average_csv"))
+    # The CSV of the board before is gone from the disk: one copy per page, plain and gzipped.
+    kept = sorted(path.suffix for path in (Path(settings.MEDIA_ROOT) / "exports").glob(f"task{squad.pk}-*"))
+    assert kept == [".gz", ".plain"]
 
     # Re-scored (as a re-score saves it): the entry's page and the comparison show the new score.
     a.scores = {**a.scores, "overall_f1": 12.3456}
