@@ -72,7 +72,9 @@ def deprecated(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
         script_prefix = request.path[: len(request.path) - len(request.path_info)]
         successor = script_prefix + CURRENT_API_PREFIX + request.path_info[len(API_PREFIX):]
         response["Deprecation"] = DEPRECATED_SINCE
-        response["Link"] = f'<{successor}>; rel="successor-version"'
+        # Beside the view's own links (the inputs' licence), never instead of them.
+        links = [response["Link"]] if response.has_header("Link") else []
+        response["Link"] = ", ".join([*links, f'<{successor}>; rel="successor-version"'])
         return response
 
     return alias

@@ -41,3 +41,10 @@ def test_the_demo_file_states_cc_by_sa_for_expmrc():
     benchmarks = {entry.slug: entry.fields for entry in read("benchmark_files/demo.yaml").benchmarks}
     for slug in ("expmrc", "expmrc-hidden"):
         assert (benchmarks[slug]["license"], benchmarks[slug]["license_url"]) == (CC_BY_SA["name"], CC_BY_SA["url"])
+
+
+def test_the_deprecated_path_keeps_the_licence_beside_its_successor():
+    task = make_task("expmrc-squad")
+    Benchmark.objects.filter(pk=task.benchmark_id).update(license=CC_BY_SA["name"], license_url=CC_BY_SA["url"])
+    links = Client().get("/api/tasks/expmrc-squad/inputs/")["Link"]
+    assert f'<{CC_BY_SA["url"]}>; rel="license"' in links and 'rel="successor-version"' in links
