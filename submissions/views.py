@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext, gettext_noop, pgettext
 from django.views.decorators.http import require_POST
 
 from accounts.http import AuthenticatedHttpRequest
@@ -94,7 +95,8 @@ def select_for_phase(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
     except phases.SelectionRefused as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Entry #{submission.pk} now counts in phase {submission.phase.name!r}.")
+        messages.success(request, gettext("Entry #%(id)s now counts in phase %(phase)s.")
+                         % {"id": submission.pk, "phase": repr(submission.phase.name)})
     return redirect(submission)
 
 
@@ -155,7 +157,8 @@ def present_details(details: dict[str, Any] | None) -> dict[str, Any]:
     d = dict(details or {})
     gaps = [g for g in (d.get("skills") or {}).values() if g.get("gap") is not None]
     if gaps:
-        labels = {"reading": "Reading", "reasoning": "Reasoning", "reasoning_with_query": "Reasoning with the query"}
+        labels = {"reading": pgettext("skill group", "Reading"), "reasoning": pgettext("skill group", "Reasoning"),
+                  "reasoning_with_query": pgettext("skill group", "Reasoning with the query")}
         d["skill_rows"] = gaps
         d["skill_scale"] = max(abs(g["gap"]) for g in gaps) or 1.0  # one scale for the three group charts
         d["skill_groups"] = [
@@ -236,7 +239,7 @@ def my_submissions(request: AuthenticatedHttpRequest) -> HttpResponse:
     rows = [{"submission": sub, "metric_label": dict(sub.task.metric_columns)[sub.task.primary_metric],
              "score": (sub.scores or {}).get(sub.task.primary_metric), "decimals": sub.task.metric_decimals}
             for sub in shown]
-    filters = [{"key": key, "label": label, "active": key == chosen,
+    filters = [{"key": key, "label": gettext(label), "active": key == chosen,
                 "count": sum(n for status, n in counts.items()
                              if (status in wanted if wanted else status != Status.REJECTED))}
                for key, (label, wanted) in LIST_FILTERS.items()]
@@ -248,12 +251,12 @@ def my_submissions(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 # ?status= of "My submissions": (label, statuses shown); the default leaves rejected uploads out.
 LIST_FILTERS: dict[str, tuple[str, list[str]]] = {
-    "": ("All but rejected", []),
-    "scored": ("Scored", [Status.SCORED]),
-    "waiting": ("Queued or running", [Status.UPLOADED, Status.QUEUED, Status.RUNNING]),
-    "failed": ("Failed or cancelled", [Status.FAILED, Status.CANCELLED]),
-    "rejected": ("Rejected", [Status.REJECTED]),
-    "all": ("All", list(Status)),
+    "": (gettext_noop("All but rejected"), []),
+    "scored": (gettext_noop("Scored"), [Status.SCORED]),
+    "waiting": (gettext_noop("Queued or running"), [Status.UPLOADED, Status.QUEUED, Status.RUNNING]),
+    "failed": (gettext_noop("Failed or cancelled"), [Status.FAILED, Status.CANCELLED]),
+    "rejected": (gettext_noop("Rejected"), [Status.REJECTED]),
+    "all": (gettext_noop("All"), list(Status)),
 }
 
 
@@ -268,7 +271,7 @@ def edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     form = EntryEditForm(request.POST or None, instance=submission, editor=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Entry saved.")
+        messages.success(request, gettext("Entry saved."))
         return redirect(submission)
     return render(request, "submissions/edit.html", {
         "submission": submission, "form": form, "system_names": system_names_of(request.user),
@@ -281,7 +284,7 @@ def cancel(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     submission = owned(request, pk)
     try:
         intake.cancel(submission)
-        messages.success(request, "Submission cancelled.")
+        messages.success(request, gettext("Submission cancelled."))
     except intake.SubmissionRefused as exc:
         messages.error(request, exc.message)
     return redirect(submission)
@@ -295,5 +298,5 @@ def toggle_public(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     submission.save(update_fields=["public"])
     # Public is a wish: the page says whether the board shows the entry now (and why not).
     messages.success(request, board_placement(submission).text if submission.public
-                     else "Hidden from the leaderboard.")
+                     else gettext("Hidden from the leaderboard."))
     return redirect(submission)

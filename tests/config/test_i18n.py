@@ -78,7 +78,9 @@ def test_compiled_catalogue_is_the_source_compiled():
                 assert catalogue.ngettext(entry["msgid"], entry["msgid_plural"], 2) == entry["msgstr[0]"], entry["msgid"]
         elif entry["msgstr"]:
             translated += 1
-            assert catalogue.gettext(entry["msgid"]) == entry["msgstr"], (
+            compiled_text = (catalogue.pgettext(entry["msgctxt"], entry["msgid"]) if "msgctxt" in entry
+                             else catalogue.gettext(entry["msgid"]))
+            assert compiled_text == entry["msgstr"], (
                 f"django.mo is older than django.po for {entry['msgid']!r}: run compilemessages")
     # The header is one more message in the compiled catalogue.
     assert len(catalogue._catalog) == translated + 1, "django.mo holds messages django.po no longer has"
@@ -207,6 +209,9 @@ def test_python_side_messages_follow_the_page_language():
     assert "要接收运行通知，请填写电子邮件地址。" in visible_text(response)
     response = client.post("/accounts/token/", follow=True, **CHINESE)
     assert "已创建新的 API 令牌；旧令牌已失效。" in visible_text(response)
+    make_task()
+    mine = visible_text(client.get("/submissions/", **CHINESE))
+    assert "除已拒绝外的全部" in mine and "All but rejected" not in mine
 
 
 def test_kind_words_follow_the_page_language_and_stay_english_elsewhere():
