@@ -209,7 +209,9 @@ def test_python_side_messages_follow_the_page_language():
     assert "要接收运行通知，请填写电子邮件地址。" in visible_text(response)
     response = client.post("/accounts/token/", follow=True, **CHINESE)
     assert "已创建新的 API 令牌；旧令牌已失效。" in visible_text(response)
-    make_task()
+    task = make_task()
+    intake.submit_predictions(user=user, task=task, method_name="Mine", public=False,
+                              uploaded_file=upload_file(perfect_predictions(fixture_gold(task.slug))))
     mine = visible_text(client.get("/submissions/", **CHINESE))
     assert "除已拒绝外的全部" in mine and "All but rejected" not in mine
 
