@@ -111,6 +111,8 @@ def cmd_leaderboard(ctx: Context, args: argparse.Namespace) -> int:
             raise CliError(ExitCode.USAGE, "--sort and --order apply to a task's board, not to --benchmark")
         subject = Subject(f"benchmark {args.benchmark!r}", f"list them with: {ctx.prog} benchmarks")
         board = ctx.get(api_path("benchmarks", args.benchmark, "leaderboard"), subject)
+        if isinstance(board, dict) and "results" in board:  # shown, and printed, as before the one envelope
+            board = {"tasks": board.get("tasks"), "rows": board["results"]}
         ctx.show(board, output.benchmark_table(args.benchmark, board))
         return ExitCode.OK
     try:

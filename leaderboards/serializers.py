@@ -71,7 +71,11 @@ class AverageRowSerializer(serializers.Serializer):
 
 class BenchmarkLeaderboardSerializer(serializers.Serializer):
     tasks = serializers.ListField(child=serializers.CharField(), help_text="the tasks averaged over")
-    rows = AverageRowSerializer(many=True)
+    count = serializers.IntegerField(help_text="rows on the board")
+    next = serializers.URLField(allow_null=True, help_text="always null: the board is one page")
+    previous = serializers.URLField(allow_null=True, help_text="always null: the board is one page")
+    results = AverageRowSerializer(many=True, help_text="the rows (under `rows`, without count, next and "
+                                                        "previous, on the deprecated unversioned path)")
 
 
 class EntrySummarySerializer(serializers.Serializer):

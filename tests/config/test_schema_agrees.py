@@ -137,3 +137,18 @@ def test_boards_page_in_the_envelope_of_lists_and_the_old_path_keeps_rows():
     rows += Client().get(board["next"]).json()["results"]
     old = Client().get("/api/tasks/expmrc-squad/leaderboard/").json()
     assert "results" not in old and [row["method"] for row in old["rows"]] == [row["method"] for row in rows]
+
+
+@pytest.mark.django_db
+def test_the_average_board_answers_in_the_envelope_and_the_old_path_keeps_rows():
+    task = make_task("expmrc-squad")
+    user = make_user("alice")
+    Submission.objects.create(user=user, task=task, test_set=task.current_test_set(), method_name="m",
+                              status=Status.SCORED, public=True, scores={"overall_f1": 50.0})
+    board = Client().get("/api/v1/benchmarks/expmrc/leaderboard/")
+    old = Client().get("/api/benchmarks/expmrc/leaderboard/")
+    body, old_body = board.json(), old.json()
+    assert ENVELOPE <= set(body) and "rows" not in body and body["next"] is None and body["previous"] is None
+    assert set(old_body) == {"tasks", "rows"} and body["results"] == old_body["rows"]
+    assert body["count"] == len(body["results"]) and body["tasks"] == old_body["tasks"]
+    assert board["ETag"] != old["ETag"]  # two representations, two validators

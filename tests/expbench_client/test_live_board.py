@@ -92,3 +92,12 @@ def test_the_command_sorts_through_the_server(board, server_url, capsys):
     assert shown == expected and len(shown["rows"]) == 23
     assert main(["--url", server_url, "leaderboard", SLUG, "--sort", "nonsense"]) == 2
     assert capsys.readouterr().err.startswith("error: sort: ")
+
+
+def test_the_average_board_prints_as_the_deprecated_path_answers_it(board, server_url, capsys):
+    """The server answers the average board in the envelope of lists (rows under ``results``);
+    ``leaderboard --benchmark --json`` prints it as before, under ``rows``."""
+    assert "results" in DjangoClient().get("/api/v1/benchmarks/expmrc/leaderboard/").json()
+    assert main(["--url", server_url, "leaderboard", "--benchmark", "expmrc", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == DjangoClient().get("/api/benchmarks/expmrc/leaderboard/").json() and shown["rows"]
