@@ -19,7 +19,6 @@ from core.conditional import stored_response, strong_etag, unchanged, weaken_for
 from core.jobs import WAITING, JobStatus
 from scoring.analysis.features import EXTRACTOR_METHODS
 from scoring.analysis.skills import READING_LARGE
-from scoring.stats import TIER_PROCEDURE
 from submissions import views as submission_views
 from submissions.selectors import public_skill_submissions
 
@@ -192,7 +191,7 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "primary_label": dict(task.metric_columns)[task.primary_metric],
         "has_submissions": payload["n_submissions"] > 0,
         "awaiting_rescore": payload["awaiting_rescore"],
-        "tier_procedure": TIER_PROCEDURE,
+        "tier_procedure": wording.tier_procedure(),
         "wording": wording.wording_for(task),
     })
 

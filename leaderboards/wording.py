@@ -5,11 +5,12 @@ belongs to a benchmark (the average board's note and title, the papers as BibTeX
 definitions behind each sentence are in docs/metrics.md and docs/diagnostics.md."""
 import dataclasses
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from benchmark import kinds
 from benchmark.kinds import Wording
 from benchmark.models import Benchmark, Task
+from scoring.stats import TIER_PROCEDURE
 
 # The papers that define a benchmark, as BibTeX (the same facts as CITATION.cff).
 BIBTEX: dict[str, str] = {
@@ -48,6 +49,19 @@ def translated(wording: Wording) -> Wording:
         wording, family=gettext(wording.family), metric=gettext(wording.metric), ranking=gettext(wording.ranking),
         footnote=gettext(wording.footnote), cue_note=gettext(wording.cue_note) if wording.cue_note else "",
         guide=tuple((gettext(term), gettext(meaning)) for term, meaning in wording.guide))
+
+
+# scoring.stats.TIER_PROCEDURE as the catalogue knows it: scoring has no Django, so the sentence
+# is marked here (tests/config/test_i18n.py checks that the two stay the same).
+TIER_PROCEDURE_MARKED = gettext_noop(  # xgettext:no-python-format
+    "Tier 1 is the top entry plus every entry not significantly worse than it (paired sign-flip tests on the "
+    "items both define, alpha = 0.05, with a step-down studentized-range correction for comparing against the "
+    "best of several, so truly equal entries are split in at most 5% of boards); the rest are tiered the same way.")
+
+
+def tier_procedure() -> str:
+    """How tiers are made, in the page's language."""
+    return gettext(TIER_PROCEDURE)
 
 
 def wording_for(task: Task) -> Wording:

@@ -62,50 +62,51 @@ def board_placement(submission: Submission) -> Placement:
         return Placement(False, False, off)
     unranked = task.kind_definition.unranked_reason(submission.details or {})
     if task.primary_metric and (submission.scores or {}).get(task.primary_metric) is None:
-        unranked = unranked or "not ranked: its score is undefined"
+        unranked = unranked or _("not ranked: its score is undefined")
     phase = submission.phase
     if task.ranking_rule != RankingRule.ALL or (phase is not None and phase.closed_at):
         # One entry per system (or per team after a phase) is shown: whether it is this one
         # depends on the others, which this layer does not rank.
-        return Placement(False, False, "Public: the leaderboard shows one entry per system (or per team once "
-                                       "a phase ends); this entry is listed only if it is the one chosen.")
+        return Placement(False, False, _("Public: the leaderboard shows one entry per system (or per team once "
+                                         "a phase ends); this entry is listed only if it is the one chosen."))
     if unranked:
-        return Placement(True, False, f"Listed on the public leaderboard without a rank: {unranked}.")
-    return Placement(True, True, "Ranked on the public leaderboard.")
+        return Placement(True, False, _("Listed on the public leaderboard without a rank: %(reason)s.")
+                         % {"reason": unranked})
+    return Placement(True, True, _("Ranked on the public leaderboard."))
 
 
 def _off_board_reason(submission: Submission, task: Task) -> str:
     """Why the entry is not on the board ("" when nothing keeps it off)."""
     if submission.status != Status.SCORED and submission.rescore_test_set_id is None:
-        return "Not on the leaderboard: it has no score."
+        return _("Not on the leaderboard: it has no score.")
     if not submission.public:
-        return "Private: not on the leaderboard."
+        return _("Private: not on the leaderboard.")
     if submission.flag_reason:
-        return "Flagged by the maintainers: not on the leaderboard."
+        return _("Flagged by the maintainers: not on the leaderboard.")
     if task.visibility == Visibility.HIDDEN:
-        return "The task is hidden: its leaderboard is shown to maintainers only."
+        return _("The task is hidden: its leaderboard is shown to maintainers only.")
     current = task.current_test_set()
     if current is None or submission.test_set_id != current.pk:
         return _out_of_date_reason(submission, current)
     phase = submission.phase
     if phase is not None and not phase.live_board and phase.closed_at is None:
-        return f"Kept off the leaderboards until phase {phase.name} ends."
+        return _("Kept off the leaderboards until phase %(phase)s ends.") % {"phase": phase.name}
     if not submission.scores:
-        return "Not on the leaderboard: it has no score."
+        return _("Not on the leaderboard: it has no score.")
     return ""
 
 
 def _out_of_date_reason(submission: Submission, current: TestSet | None) -> str:
     if current is None:
-        return "Not on the leaderboard: the task has no current test set."
+        return _("Not on the leaderboard: the task has no current test set.")
     scored_on = submission.test_set.version
     failed = (submission.score_history.filter(test_set=current, scores={}).order_by("-pk")
               .values_list("reason", flat=True).first())
     if failed and not submission.score_history.filter(test_set=current).exclude(scores={}).exists():
-        return (f"Not on the leaderboard: scored on test set {scored_on}, and the board shows {current.version}; "
-                f"{failed}.")
-    return (f"Not on the leaderboard now: scored on test set {scored_on}, and the board shows {current.version}. "
-            "It returns once re-scored.")
+        return (_("Not on the leaderboard: scored on test set %(scored_on)s, and the board shows %(current)s; "
+                  "%(failure)s.") % {"scored_on": scored_on, "current": current.version, "failure": failed})
+    return (_("Not on the leaderboard now: scored on test set %(scored_on)s, and the board shows %(current)s. "
+              "It returns once re-scored.") % {"scored_on": scored_on, "current": current.version})
 
 
 @dataclass(frozen=True)

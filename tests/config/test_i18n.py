@@ -14,6 +14,8 @@ from django.test import Client
 from django.utils import translation
 
 from benchmark.models import ReportedResult
+from leaderboards import wording
+from scoring.stats import TIER_PROCEDURE
 from submissions import intake
 from submissions.tasks import score_submission
 from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
@@ -273,3 +275,11 @@ def test_sorted_board_says_its_order_in_chinese():
     assert "按 系统名称，降序 排序" in chinese
     english = visible_text(Client().get(f"{task.get_absolute_url()}?sort=system&order=desc", **ENGLISH))
     assert "Sorted by system name, descending" in english
+
+
+def test_the_tier_procedure_marked_for_translation_is_the_one_scoring_states():
+    """scoring has no Django: its sentence is copied into leaderboards/wording.py for the
+    catalogue, and a copy that drifted would leave the page in English without a word."""
+    assert wording.TIER_PROCEDURE_MARKED == TIER_PROCEDURE
+    with translation.override("zh-hans"):
+        assert wording.tier_procedure() != TIER_PROCEDURE and "梯队" in wording.tier_procedure()
