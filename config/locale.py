@@ -6,7 +6,7 @@ programs: their field names, problem documents and messages must not change with
 browser, and a cache may share them between readers. So they are always produced in
 ``LANGUAGE_CODE`` and do not vary on ``Accept-Language``."""
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 
@@ -30,11 +30,11 @@ class PageLanguageMiddleware(LocaleMiddleware):
     def process_request(self, request: HttpRequest) -> None:
         if machine_readable(request):
             translation.activate(settings.LANGUAGE_CODE)
-            request.LANGUAGE_CODE = translation.get_language()  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = translation.get_language()
             return
         super().process_request(request)
 
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if machine_readable(request):
             return response
         return super().process_response(request, response)
