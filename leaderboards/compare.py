@@ -6,6 +6,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from benchmark.models import Visibility
 from submissions import diagnostics
@@ -67,8 +68,10 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
         va, vb = a.scores.get(key), b.scores.get(key)
         metrics.append({"metric": key, "label": label, "a": va, "b": vb,
                         "difference": va - vb if va is not None and vb is not None else None})
-    paired = {"applicable": False, "note": "The two entries were scored on different test sets (or one shows only "
-                                           "the public part of its phase's test set until the phase ends)."}
+    # Words in the active language: the page's, English for the API.
+    paired = {"applicable": False, "note": gettext("The two entries were scored on different test sets (or one "
+                                                   "shows only the public part of its phase's test set until the "
+                                                   "phase ends).")}
     if same_items:
         column = a.task.primary_index
         items = item_scores_of([a.pk, b.pk])
@@ -76,7 +79,7 @@ def compare(a: Submission, b: Submission) -> dict[str, Any]:
         # the test the board ran for its tiers when it ran this pair, else run once and kept.
         p = pair_p_value(a.task, [r[column] for r in items[a.pk]], [r[column] for r in items[b.pk]])
         paired = {"applicable": True, "metric": a.task.primary_metric, "p_value": p, "significant": p < 0.05,
-                  "test": "paired sign-flip permutation on per-question scores (two-sided)"}
+                  "test": gettext("paired sign-flip permutation on per-question scores (two-sided)")}
 
     result = {"a": summary(a), "b": summary(b), "same_test_set": same_items, "metrics": metrics, "paired": paired}
     details_a, details_b = a.details or {}, b.details or {}
