@@ -36,11 +36,13 @@ class BenchmarkState:
     up_to_date: bool  # every board of the benchmark is of its tasks' latest generation
     tasks: tuple[tuple[int, str, str | None], ...]  # (id, visibility, stored board stamp) per task
 
-    def parts(self, visibilities: list[str]) -> list[object]:
-        """ETag parts of what a visitor who sees ``visibilities`` is shown: the benchmark, its
-        average board and each task's board and visibility (a task hidden meanwhile changes them)."""
+    @property
+    def parts(self) -> list[object]:
+        """ETag parts of what the benchmark's pages show (with the visitor, whom every ETag names):
+        the benchmark, its average board, and each task's board and visibility, whether the
+        visitor sees that task or not (a task hidden, even from unlisted, changes what the others see)."""
         return [self.row, f"b{self.benchmark_id}.{self.average_stamp}",
-                *(f"t{pk}.{visibility}.{stamp}" for pk, visibility, stamp in self.tasks if visibility in visibilities)]
+                *(f"t{pk}.{visibility}.{stamp}" for pk, visibility, stamp in self.tasks)]
 
 
 def benchmark_state(slug: str, *, again: bool = True) -> BenchmarkState | None:

@@ -290,8 +290,7 @@ def benchmark_detail(request: HttpRequest, slug: str) -> HttpResponse:
     state = benchmark_state(slug)
     if state is None:
         raise Http404("No Benchmark matches the given query.")
-    parts = state.parts(Visibility.listed_for(request.user))
-    return conditional_page(request, parts, lambda: benchmark_page(request, state.benchmark_id))
+    return conditional_page(request, state.parts, lambda: benchmark_page(request, state.benchmark_id))
 
 
 def benchmark_page(request: HttpRequest, benchmark_id: int) -> HttpResponse:
