@@ -98,6 +98,8 @@ def test_builtin_baselines_appear_as_baseline_rows(track):
     assert all(row["baseline"] and not row["reported"] and row["ci"] for row in rows)
     page = APIClient().get(f"/tasks/{track.task.slug}/").content.decode()
     assert "built-in baseline" in page and 'id="track"' in page
+    # each row says where its model ran
+    assert all(sub.description.endswith("; device cpu).") for sub in Submission.objects.filter(task=track.task))
 
 
 @pytest.mark.needs_bwrap

@@ -77,8 +77,10 @@ class Command(BaseCommand):
         per method (the quickest way: no job state, no checkpoint)."""
         from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415  (torch: see handle)
 
-        # The default batch size: 2 for a QA model, as officially (its unmasked padding makes the
-        # numbers depend on the batch; the sandbox loads it the same way), 8 for a classifier.
+        # The device of EXPBENCH_MODEL_DEVICE (the CPU unless set) and the default batch size for
+        # it: 2 for a QA model on every device, as officially (its unmasked padding makes the
+        # numbers depend on the batch; the sandbox loads it the same way), for a classifier 8 on
+        # the CPU and 128 on a GPU.
         model = load_hosted_model(task.track.hosted_model.path, task.track.hosted_model.kind)
         # All methods per sample in one pass: the sum and max rows of a family share their
         # model calls (interpret_many), which halves the cost of LIME, SHAP and the gradients,
@@ -107,7 +109,8 @@ class Command(BaseCommand):
         for method in methods:
             # A failed sample is left out of the score file: scored as a counted fail, as the
             # sandbox path does with a sample whose interpreter raised or returned NaN.
-            description = f"Built-in baseline on {len(samples)} samples ({seconds[method] / n:.2f} s/sample)."
+            description = (f"Built-in baseline on {len(samples)} samples ({seconds[method] / n:.2f} s/sample; "
+                           f"device {model.device_label}).")
             if failures[method]:
                 description += f" {failures[method].summary()}."
             upload = SimpleUploadedFile(f"{method}.json", json.dumps(scores[method]).encode(), "application/json")
