@@ -81,10 +81,10 @@ def average_note(tasks: list[Task]) -> str:
     labels = list(dict.fromkeys(dict(task.metric_columns)[task.primary_metric] for task in tasks))
     sources = {task.kind_definition.average_source for task in tasks}
     if len(sources) == 1 and "" not in sources:
-        return (f"Subset scores are {' / '.join(labels)}; the average is their unweighted mean, as on "
-                f"{sources.pop()}.")
-    return (f"Subset scores are each subset's primary metric ({', '.join(labels)}); the average is their "
-            "unweighted mean.")
+        return (gettext("Subset scores are %(metrics)s; the average is their unweighted mean, as on %(source)s.")
+                % {"metrics": " / ".join(labels), "source": gettext(sources.pop())})
+    return (gettext("Subset scores are each subset's primary metric (%(metrics)s); the average is their "
+                    "unweighted mean.") % {"metrics": ", ".join(labels)})
 
 
 def average_title(tasks: list[Task]) -> str:
@@ -93,7 +93,8 @@ def average_title(tasks: list[Task]) -> str:
     subsets it covers: "all" would be untrue once one is hidden or has no test set."""
     units = {task.kind_definition.average_unit for task in tasks}
     unit = units.pop() if len(units) == 1 else "subsets"
-    return f"Average over {len(tasks)} {unit}: {', '.join(task.name for task in tasks)}"
+    return (gettext("Average over %(count)s %(unit)s: %(names)s")
+            % {"count": len(tasks), "unit": gettext(unit), "names": ", ".join(task.name for task in tasks)})
 
 
 def average_scope(tasks: list[Task]) -> str:
@@ -102,14 +103,16 @@ def average_scope(tasks: list[Task]) -> str:
     and, where the subsets come from a published board that averages a fixed set, whether this
     average is comparable with the published one."""
     names = ", ".join(task.name for task in tasks)
-    text = (f"The average covers the {len(tasks)} subsets listed here ({names}): a subset that is hidden or has "
-            "no current test set is left out, and the average, the human row's included, changes with it.")
+    text = (gettext("The average covers the %(count)s subsets listed here (%(names)s): a subset that is hidden or "
+                    "has no current test set is left out, and the average, the human row's included, changes with "
+                    "it.") % {"count": len(tasks), "names": names})
     sources = {(task.kind_definition.average_source, task.kind_definition.average_source_subsets) for task in tasks}
     if len(sources) == 1:
         source, covered = sources.pop()
         if source and covered:
-            text += (f" The published average on {source} covers {covered}; compare with it only when this "
-                     "board covers the same subsets.")
+            text += " " + (gettext("The published average on %(source)s covers %(covered)s; compare with it only "
+                                   "when this board covers the same subsets.")
+                           % {"source": gettext(source), "covered": gettext(covered)})
     return text
 
 

@@ -108,7 +108,7 @@ class TaskKind:
     max_fail_share: ClassVar[float | None] = None
     # The average board: what its columns are called, and the published board whose averaging
     # rule a benchmark made only of kinds with the same source follows ("" = none).
-    average_unit: ClassVar[str] = "subsets"
+    average_unit: ClassVar[str] = gettext_noop("subsets")
     average_source: ClassVar[str] = ""
     average_source_subsets: ClassVar[str] = ""  # what the published average covers, e.g. "four subsets (...)"
     # Model submissions (docs/model_submissions.md): the format of the examples a bundle's

@@ -20,8 +20,8 @@ class ExpmrcKind(TaskKind):
     item_noun = gettext_noop("questions")
     scorer_version = "expmrc-1/nltk-3.9.2"
     importer = "expmrc"
-    average_source = "the official ExpMRC leaderboard"
-    average_source_subsets = "four subsets (SQuAD, CMRC 2018, RACE+ and C3)"
+    average_source = gettext_noop("the official ExpMRC leaderboard")
+    average_source_subsets = gettext_noop("four subsets (SQuAD, CMRC 2018, RACE+ and C3)")
 
     @property
     def metric_columns(self) -> tuple[tuple[str, str], ...]:  # type: ignore[override]

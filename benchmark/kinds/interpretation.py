@@ -36,7 +36,7 @@ class InterpretationKind(TaskKind):
     scorer_version = "quackie-1"
     has_tracks = True
     max_fail_share = 0.5
-    average_unit = "tracks"
+    average_unit = gettext_noop("tracks")
     upload_kinds = ((PREDICTIONS, gettext_noop("Sentence-score file {sample_id: [floats]}")),
                     (CODE, gettext_noop("Interpreter code (.py, or .zip with one entry module), run in the sandbox")))
     file_help = gettext_noop('A score file {"<sample id>": [one number per sentence]}, or interpreter code: a .py '

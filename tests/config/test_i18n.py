@@ -283,3 +283,16 @@ def test_the_tier_procedure_marked_for_translation_is_the_one_scoring_states():
     assert wording.TIER_PROCEDURE_MARKED == TIER_PROCEDURE
     with translation.override("zh-hans"):
         assert wording.tier_procedure() != TIER_PROCEDURE and "梯队" in wording.tier_procedure()
+
+
+def test_expmrc_benchmark_page_in_chinese_with_its_chinese_subsets():
+    """CMRC 2018 and C3 are Chinese: their benchmark page, average board included, reads in
+    Chinese, while task names, metric names and the figures stay as they are."""
+    for slug in ("expmrc-squad", "expmrc-cmrc2018", "expmrc-race", "expmrc-c3"):
+        make_task(slug)
+    chinese = visible_text(Client().get("/benchmarks/expmrc/", **CHINESE))
+    for words in ("个子集的平均分：", "平均分为其不加权平均值，与ExpMRC 官方排行榜一致",
+                  "片段抽取", "多项选择", "CMRC 2018", "Overall F1"):
+        assert words in chinese, words
+    for words in ("Average over", "unweighted mean", "Span extraction", "Multiple choice"):
+        assert words not in chinese, words
