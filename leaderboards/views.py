@@ -8,7 +8,7 @@ from django.contrib.messages import get_messages
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 
 from benchmark.cues import public_cue_table
@@ -238,6 +238,11 @@ def page_links(path: str, order: Order, page_number: int, n_pages: int) -> dict[
             "first": link(1), "last": link(n_pages)}
 
 
+# A background job's state as a page says it (translated when the page renders).
+JOB_STATE_WORDS = {JobStatus.DONE: gettext_lazy("finished"), JobStatus.QUEUED: gettext_lazy("queued"),
+                   JobStatus.RUNNING: gettext_lazy("running"), JobStatus.FAILED: gettext_lazy("failed")}
+
+
 def baseline_progress(test_set: TestSet | None) -> dict[str, Any] | None:
     """The built-in baseline job of a track's test set (``diagnostics["baselines"]``,
     submissions.baseline_runs) as its board shows it, or None when it was never queued. Why a
@@ -253,10 +258,10 @@ def baseline_progress(test_set: TestSet | None) -> dict[str, Any] | None:
     reason = ""
     if status == JobStatus.FAILED:
         # the reaper's give-up note (core.jobs.Job.give_up_note) is the one told apart
-        reason = ("after losing its worker too many times" if str(part.get("note", "")).startswith(BASELINES.what)
-                  else "on an error")
+        reason = (_("after losing its worker too many times") if str(part.get("note", "")).startswith(BASELINES.what)
+                  else _("on an error"))
     return {
-        "status": status, "label": {JobStatus.DONE: "finished"}.get(status, status),
+        "status": status, "label": JOB_STATE_WORDS.get(status, status),
         "family": part.get("family") or "", "samples_done": samples_done, "samples_total": samples_total,
         "done": done, "total": total, "percent": min(100, 100 * done // total) if total else 0,
         # done = samples x families finished before the current one + samples_done of it
