@@ -130,14 +130,14 @@ def team_page(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 def team_action(request: AuthenticatedHttpRequest, action: str) -> None:
     if action not in TEAM_ACTIONS:
-        raise teams.TeamRefused("Unknown action.")
+        raise teams.TeamRefused(_("Unknown action."))
     if action == "create":
         teams.create_team(request.user, request.POST.get("name", ""))
         messages.success(request, _("Team created."))
         return
     team = Team.objects.filter(slug=request.POST.get("team", "")).first()
     if team is None:
-        raise teams.TeamRefused("No such team.", 404)
+        raise teams.TeamRefused(_("No such team."), 404)
     if action == "invite":
         teams.invite(team, request.user, request.POST.get("username", "").strip())
         messages.success(request, _("Invitation sent: they accept it on their team page."))

@@ -296,3 +296,15 @@ def test_expmrc_benchmark_page_in_chinese_with_its_chinese_subsets():
         assert words in chinese, words
     for words in ("Average over", "unweighted mean", "Span extraction", "Multiple choice"):
         assert words not in chinese, words
+
+
+def test_team_refusals_speak_the_page_language_and_english_in_the_api():
+    """One refusal, two readers: the team page says it in Chinese, the API in English."""
+    client = Client()
+    client.force_login(make_user("fay"))
+    page = client.post("/accounts/team/", {"action": "invite", "team": "nobody"}, **CHINESE)
+    assert page.status_code == 400 and "没有这个团队。" in visible_text(page)
+    created = client.post("/accounts/team/", {"action": "create", "name": "!!!"}, **CHINESE)
+    assert "团队名称须包含字母或数字。" in visible_text(created)
+    api = client.post("/api/v1/teams/", {"name": "!!!"}, content_type="application/json", **CHINESE)
+    assert api.status_code == 400 and "A team needs a name with letters or digits." in api.content.decode()
