@@ -19,6 +19,7 @@ from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.teams import team_of
 from benchmark.kinds import CODE
@@ -34,7 +35,9 @@ log = logging.getLogger(__name__)
 
 
 class SubmissionRefused(Exception):
-    """The upload cannot be accepted at all (closed task, quota); nothing is stored.
+    """The upload cannot be accepted at all (closed task, quota); nothing is stored. Its message is
+    in the active language (the upload page's; English for the API: config/locale.py); it is
+    never stored, so no other reader gets it in that language.
     ``problem_type``: the API's problem type (config/errors.py) when not ``submission-refused``."""
 
     def __init__(self, message: str, status_code: int = 400, problem_type: str = "") -> None:
@@ -50,9 +53,11 @@ class DeclarationRequired(SubmissionRefused):
 
     def __init__(self, task: Task, missing: list[tuple[str, str]]) -> None:
         names = " and ".join(name for name, _ in missing)
-        super().__init__(f"{task.slug} requires every upload to give {names}: add "
-                         f"{'them' if len(missing) > 1 else 'it'} and upload again; nothing was stored.",
-                         400, "declaration-required")
+        message = (_("%(task)s requires every upload to give %(names)s: add them and upload again; nothing was "
+                     "stored.") if len(missing) > 1 else
+                   _("%(task)s requires every upload to give %(names)s: add it and upload again; nothing was "
+                     "stored."))
+        super().__init__(message % {"task": task.slug, "names": names}, 400, "declaration-required")
         self.missing = missing
 
 
@@ -73,11 +78,12 @@ class QuotaExceeded(SubmissionRefused):
 
     def __init__(self, quota: dict[str, Any], task: Task) -> None:
         if quota.get("phase_limit") is not None and quota["phase_used"] >= quota["phase_limit"]:
-            message = (f"Phase limit reached: {quota['phase_limit']} submissions in phase {quota['phase']!r} of "
-                       f"{task.slug}.")
+            message = (_("Phase limit reached: %(limit)s submissions in phase %(phase)s of %(task)s.")
+                       % {"limit": quota["phase_limit"], "phase": repr(quota["phase"]), "task": task.slug})
         else:
-            message = (f"Daily limit reached: {quota['limit']} submissions per day for {task.slug}. "
-                       f"It resets at {quota['resets_at']:%Y-%m-%d %H:%M} UTC.")
+            message = (_("Daily limit reached: %(limit)s submissions per day for %(task)s. It resets at %(resets)s "
+                         "UTC.") % {"limit": quota["limit"], "task": task.slug,
+                                    "resets": f"{quota['resets_at']:%Y-%m-%d %H:%M}"})
         super().__init__(message, status_code=429)
         self.quota = quota
 
@@ -137,7 +143,7 @@ def check_open(task: Task, now: datetime | None = None) -> Phase | None:
     """Whether ``task`` takes an upload now: it accepts submissions and, if it has phases, one
     of them is open (which is returned). Refused otherwise, with the windows in the message."""
     if not task.accepts_submissions:
-        raise SubmissionRefused(f"Task {task.slug} does not accept submissions at the moment.")
+        raise SubmissionRefused(_("Task %(task)s does not accept submissions at the moment.") % {"task": task.slug})
     now = now or timezone.now()
     phases = list(task.phases.all())
     if not phases:
@@ -147,8 +153,9 @@ def check_open(task: Task, now: datetime | None = None) -> Phase | None:
         return current
     windows = "; ".join(f"{phase.name!r} {phase.window}" + (" (ended)" if phase.has_ended(now) else "")
                         for phase in phases)
-    raise SubmissionRefused(f"{task.slug} takes submissions only while a phase is open; it is {now:%Y-%m-%d %H:%M} "
-                            f"UTC now. Phases: {windows}.", 403, "outside-phase")
+    raise SubmissionRefused(_("%(task)s takes submissions only while a phase is open; it is %(now)s UTC now. "
+                              "Phases: %(windows)s.") % {"task": task.slug, "now": f"{now:%Y-%m-%d %H:%M}",
+                                                         "windows": windows}, 403, "outside-phase")
 
 
 def queue_accepted(submission: Submission, store: Callable[[], None], *, enforce_quota: bool) -> None:
@@ -207,7 +214,7 @@ def submit_predictions(*, user: User, task: Task, uploaded_file: UploadedFile, m
         raise SubmissionRefused(str(exc)) from None
     test_set = task.current_test_set()
     if test_set is None:
-        raise SubmissionRefused(f"Task {task.slug} has no test set yet.")
+        raise SubmissionRefused(_("Task %(task)s has no test set yet.") % {"task": task.slug})
 
     size: int = uploaded_file.size  # type: ignore[assignment]  # an uploaded file knows its size
     submission = Submission(
@@ -360,9 +367,10 @@ def submission_upload_name() -> str:
 def cancel(submission: Submission) -> Submission:
     """Withdraw a submission that has not started scoring."""
     if submission.status != Status.QUEUED:
-        raise SubmissionRefused(f"Only queued submissions can be cancelled; this one is {submission.status}.", 409)
+        raise SubmissionRefused(_("Only queued submissions can be cancelled; this one is %(status)s.")
+                                % {"status": submission.status}, 409)
     if not lifecycle.transition(submission, Status.CANCELLED, finished_at=timezone.now()):
-        raise SubmissionRefused("The submission started scoring meanwhile; it can no longer be cancelled.", 409)
+        raise SubmissionRefused(_("The submission started scoring meanwhile; it can no longer be cancelled."), 409)
     return submission
 
 

@@ -18,7 +18,7 @@ from leaderboards import wording
 from scoring.stats import TIER_PROCEDURE
 from submissions import intake
 from submissions.tasks import score_submission
-from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, upload_file
+from tests.factories import fixture_gold, make_task, make_user, perfect_predictions, token_for, upload_file
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +308,18 @@ def test_team_refusals_speak_the_page_language_and_english_in_the_api():
     assert "团队名称须包含字母或数字。" in visible_text(created)
     api = client.post("/api/v1/teams/", {"name": "!!!"}, content_type="application/json", **CHINESE)
     assert api.status_code == 400 and "A team needs a name with letters or digits." in api.content.decode()
+
+
+def test_an_upload_refusal_speaks_the_page_language_and_english_in_the_api(settings):
+    settings.SUBMISSIONS_PER_DAY = 0
+    task = make_task()
+    user = make_user("gus")
+    client = Client()
+    client.force_login(user)
+    predictions = upload_file(perfect_predictions(fixture_gold(task.slug)))
+    page = client.post(f"/tasks/{task.slug}/submit/", {"file": predictions, "method_name": "Mine"}, **CHINESE)
+    assert f"已达每日上限：{task.slug} 每天可提交 0 次。" in visible_text(page)
+    api = Client(HTTP_AUTHORIZATION=f"Token {token_for(user)}").post(
+        f"/api/v1/tasks/{task.slug}/submissions/", {"file": upload_file(perfect_predictions(fixture_gold(task.slug))),
+                                                    "method_name": "Mine"}, **CHINESE)
+    assert api.status_code == 429 and f"Daily limit reached: 0 submissions per day for {task.slug}." in api.content.decode()
