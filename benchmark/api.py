@@ -1,6 +1,6 @@
 from typing import Any, cast
 
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -8,9 +8,10 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from core.conditional import CONDITIONAL_HEADERS, NOT_MODIFIED
 
@@ -20,6 +21,23 @@ from .models import Benchmark, SkillVariant, Task, TaskQuerySet, Visibility
 from .serializers import BenchmarkSerializer, SkillListingSerializer, TaskSerializer, TaskSettingsSerializer
 from .skill_listing import skill_listing
 from .views import INPUTS_HIDDEN, inputs_answer, inputs_source
+
+
+def stored_inputs(request: HttpRequest, slug: str, format: str | None = None) -> HttpResponse | None:
+    """The inputs answer of an anonymous JSON read when it is a 304 or the stored file, without
+    DRF's dispatch (config.store_reads); None for anything else (an unknown, hidden or
+    inputs-hidden task, no test set yet, another format), which ``TaskViewSet.inputs`` answers."""
+    if format not in (None, "json") or "indent" in request.META.get("HTTP_ACCEPT", ""):
+        return None  # another representation: rendered by the view
+    source = inputs_source(slug)
+    if (source is None or source.task.visibility not in Visibility.reachable_by(None)
+            or source.test_set is None or source.task.inputs_hidden):
+        return None
+    # DRF's default renderer, as the view's negotiation picks it for such a read: the same bytes.
+    renderer = cast(type[BaseRenderer], api_settings.DEFAULT_RENDERER_CLASSES[0])()
+    answer = inputs_answer(request, source, renderer.format, Response, renderer.render,
+                           content_type=renderer.media_type)
+    return answer if isinstance(answer, HttpResponse) else None
 
 
 class BenchmarkViewSet(viewsets.ReadOnlyModelViewSet):

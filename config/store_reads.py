@@ -39,7 +39,7 @@ def served_from_store(view: Callable[..., HttpResponse],
     """``view`` (a DRF function view), with anonymous reads that ``stored`` can answer answered
     by it instead."""
     throttle = AnonWindowThrottle()
-    drf_headers = view.cls().default_response_headers  # type: ignore[attr-defined]
+    drf_headers = drf_headers_of(view)
 
     @functools.wraps(view)
     def entry(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -56,6 +56,18 @@ def served_from_store(view: Callable[..., HttpResponse],
         return view(request, *args, **kwargs)
 
     return entry
+
+
+def drf_headers_of(view: Callable[..., HttpResponse]) -> dict[str, str]:
+    """The headers DRF gives every answer of ``view``; a viewset's route (a router's) has its
+    actions bound first, as DRF binds them per request, so that ``Allow`` names them."""
+    instance = view.cls(**getattr(view, "initkwargs", {}))  # type: ignore[attr-defined]
+    actions = dict(getattr(view, "actions", None) or {})
+    if "get" in actions:
+        actions.setdefault("head", actions["get"])  # as DRF's viewset route does on each request
+    for method, action in actions.items():
+        setattr(instance, method, getattr(instance, action))
+    return dict(instance.default_response_headers)
 
 
 def with_headers(response: HttpResponse, headers: dict[str, str]) -> HttpResponse:

@@ -10,6 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils.http import http_date
 from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
 
 from benchmark.models import Visibility
 from tests.factories import FIXTURES, logged_in, make_task, make_user
@@ -106,3 +107,28 @@ def test_a_hidden_tasks_inputs_are_private_and_a_404_even_to_a_matching_etag():
         assert logged_in(staff).get(url, HTTP_IF_NONE_MATCH=answer["ETag"])["Cache-Control"] == "private, no-cache"
         # The ETag must not confirm that the task exists.
         assert Client().get(url, HTTP_IF_NONE_MATCH=answer["ETag"]).status_code == 404, url
+
+
+def test_anonymous_api_reads_of_the_inputs_skip_drf_with_drfs_answer(monkeypatch):
+    make_task("expmrc-squad")
+    url = "/api/v1/tasks/expmrc-squad/inputs/"
+    dispatched = []
+    original = APIView.dispatch
+
+    def counting(self, request, *args, **kwargs):
+        dispatched.append(request.path)
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "dispatch", counting)
+    through_drf = Client().get(url, {"format": "json"})  # a format parameter: DRF answers (and stores the file)
+    assert through_drf.status_code == 200 and dispatched == [url]
+    stored = Client().get(url)
+    assert stored.status_code == 200 and dispatched == [url]  # the stored file, without DRF
+    assert body(stored) == body(through_drf)
+    for header in ("Content-Type", "ETag", "Last-Modified", "Cache-Control", "Allow", "Vary"):
+        assert stored[header] == through_drf[header], header
+    assert Client().get(url, HTTP_IF_NONE_MATCH=stored["ETag"]).status_code == 304 and dispatched == [url]
+    # What the store cannot answer is DRF's, with its error shape.
+    missing = Client().get("/api/v1/tasks/no-such-task/inputs/")
+    assert missing.status_code == 404 and missing["Content-Type"] == "application/problem+json"
+    assert dispatched == [url, "/api/v1/tasks/no-such-task/inputs/"]
