@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from scoring import stats
-from scoring.strict_json import InvalidJson, loads_json
+from . import stats
+from .strict_json import InvalidJson, loads_json
 
 EXIT_INVALID_INPUT = 2
 
@@ -44,7 +44,7 @@ def _per_question_json(score) -> str:
 
 def _expmrc_gold(path: str):
     """(gold, key spec) of an ExpMRC gold file, or one clear error line."""
-    from scoring.metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the sub-commands that score)
+    from .metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the sub-commands that score)
 
     gold = _read_json_file(path, "gold file")
     try:
@@ -55,7 +55,7 @@ def _expmrc_gold(path: str):
 
 def _expmrc_predictions(path: str, spec, max_bytes: int) -> dict:
     """A validated ExpMRC prediction file, or one clear error line naming the file."""
-    from scoring.metrics import expmrc  # noqa: PLC0415  (as above)
+    from .metrics import expmrc  # noqa: PLC0415  (as above)
 
     try:
         raw = Path(path).read_bytes()
@@ -69,7 +69,7 @@ def _expmrc_predictions(path: str, spec, max_bytes: int) -> dict:
 
 def _run_expmrc(args: argparse.Namespace) -> int:
     # Each sub-command imports its own scorer: NLTK, jieba and lemminflect load only when needed.
-    from scoring.metrics import expmrc  # noqa: PLC0415
+    from .metrics import expmrc  # noqa: PLC0415
 
     gold, spec = _expmrc_gold(args.gold)
     score = expmrc.score_predictions(gold, _expmrc_predictions(args.predictions, spec, args.max_bytes))
@@ -108,7 +108,7 @@ def _read_jsonl(path: str, what: str) -> list[tuple[int, object]]:
 
 
 def _icq_instances(path: str, what: str, *, unique_ids: bool):
-    from scoring.analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
+    from .analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
 
     rows = _read_jsonl(path, what)
     try:
@@ -128,7 +128,7 @@ def _icq_instances(path: str, what: str, *, unique_ids: bool):
 
 
 def _icq_predictions(path: str, test, kind: str) -> dict:
-    from scoring.analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
+    from .analysis import icq  # noqa: PLC0415  (loads the NLP lexicons: this sub-command only)
 
     options = {instance.id: len(instance.hypotheses) for instance in test}
     predictions: dict[str, object] = {}
@@ -163,7 +163,7 @@ def _icq_predictions(path: str, test, kind: str) -> dict:
 def _run_icq(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise CliError("--top-k must be at least 1")
-    from scoring.analysis import icq  # noqa: PLC0415  (jieba / lemminflect load only when this runs)
+    from .analysis import icq  # noqa: PLC0415  (jieba / lemminflect load only when this runs)
 
     reference_kind, reference = _icq_instances(args.reference, "reference file", unique_ids=False)
     kind, test = _icq_instances(args.test, "test file", unique_ids=True)
@@ -197,7 +197,7 @@ OPTIONAL_MODULES = {"jieba": "nlp", "lemminflect": "nlp", "vaderSentiment": "nlp
 def program_name() -> str:
     """``expbench-score`` when run as the installed console script, else ``python -m scoring``."""
     invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    return invoked if invoked.startswith("expbench-score") else "python -m scoring"
+    return invoked if invoked.startswith("expbench-score") else f"python -m {__package__}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -279,7 +279,7 @@ def _add_model_parsers(scorers) -> None:
 
 def _run_model(args: argparse.Namespace) -> int:
     # NLTK (the ExpMRC parser) loads only for the model sub-commands.
-    from scoring.model_bundles import command  # noqa: PLC0415
+    from .model_bundles import command  # noqa: PLC0415
 
     options = command.RunOptions(bundle=args.bundle, inputs=args.inputs, prediction_format=args.prediction_format,
                                  out=args.out, batch_size=args.batch_size, device=args.device,
@@ -296,7 +296,7 @@ def _run_model(args: argparse.Namespace) -> int:
 
 
 def _run_build_bundle(args: argparse.Namespace) -> int:
-    from scoring.model_bundles import command  # noqa: PLC0415  (as above)
+    from .model_bundles import command  # noqa: PLC0415  (as above)
 
     try:
         print(command.build(args.folder, args.out, reference=args.reference))
@@ -324,7 +324,7 @@ def _add_skills_parser(scorers) -> None:
 
 def _run_skills(args: argparse.Namespace) -> int:
     # NLTK, the word lists and lemminflect load only for this sub-command.
-    from scoring.analysis.skills import command  # noqa: PLC0415
+    from .analysis.skills import command  # noqa: PLC0415
 
     try:
         if args.skills_command == "build":
@@ -339,7 +339,7 @@ def _run_skills(args: argparse.Namespace) -> int:
 
 
 def _run_quackie(args: argparse.Namespace) -> int:
-    from scoring.metrics import quackie  # noqa: PLC0415  (NLTK loads only for this sub-command)
+    from .metrics import quackie  # noqa: PLC0415  (NLTK loads only for this sub-command)
 
     try:
         result = quackie.run(args.gold, args.scores, max_bytes=args.max_bytes)
@@ -353,8 +353,8 @@ def _run_linguistic(args: argparse.Namespace) -> int:
     """The linguistic-bias part of the server's span diagnostics (public split: no pooling of
     small subsets), on each question's answer F1 from the ExpMRC scorer."""
     # NLTK (and jieba for Chinese) load only for this sub-command.
-    from scoring.analysis import linguistic  # noqa: PLC0415
-    from scoring.metrics import expmrc  # noqa: PLC0415
+    from .analysis import linguistic  # noqa: PLC0415
+    from .metrics import expmrc  # noqa: PLC0415
 
     if args.permutations < 1:
         raise CliError("--permutations must be at least 1")
@@ -398,7 +398,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     """Scores (0-100), 95% CIs (``stats.bootstrap_cis``, seed 0), rank (primary metric overall F1,
     ties share a rank: 1, 2, 2, 4), tier (``stats.significance_tiers`` on per-question overall
     F1, seed 0) and the paired p-value of every pair, as the server computes them."""
-    from scoring.metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the ExpMRC sub-commands)
+    from .metrics import expmrc  # noqa: PLC0415  (NLTK loads only for the ExpMRC sub-commands)
 
     if len(args.predictions) < 2:
         raise CliError("compare needs at least two prediction files")

@@ -60,7 +60,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from scoring.analysis.question_types import SMALL_GROUPS, bin_sort_key, pool_small_groups
+from .analysis.question_types import SMALL_GROUPS, bin_sort_key, pool_small_groups
 
 # Smallest group of a hidden split shown on its own (the questions are public: a group of one
 # would be that question's outcome).

@@ -3,8 +3,10 @@ and that an installed ``expbench-score`` gives the official figures from any dir
 import email
 import json
 import os
+import re
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
@@ -54,13 +56,14 @@ def wheel(tmp_path_factory):
 def test_the_wheel_holds_the_scorers_the_client_their_data_and_licences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert top_level == {"scoring", "expbench_client"}  # no Django app, no tests
-    for data in ("scoring/resources/nltk_data/tokenizers/punkt_tab/english/sent_starters.txt",
-                 "scoring/resources/skills/wordnet30_adjective_antonyms.tsv",
-                 "scoring/resources/icq/en_negation.txt",
-                 "scoring/resources/question_types.json",
-                 "scoring/resources/nltk_data/LICENSE",
-                 "scoring/resources/skills/LICENSE.md"):
+    # Names of their own only (no "scoring": another project's), no Django app, no tests.
+    assert top_level == {"expbench_scoring", "expbench_client"}
+    for data in ("expbench_scoring/resources/nltk_data/tokenizers/punkt_tab/english/sent_starters.txt",
+                 "expbench_scoring/resources/skills/wordnet30_adjective_antonyms.tsv",
+                 "expbench_scoring/resources/icq/en_negation.txt",
+                 "expbench_scoring/resources/question_types.json",
+                 "expbench_scoring/resources/nltk_data/LICENSE",
+                 "expbench_scoring/resources/skills/LICENSE.md"):
         assert data in names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert not any("__pycache__" in name for name in names)
@@ -75,7 +78,7 @@ def test_the_base_install_needs_no_django_and_no_torch(wheel):
     assert metadata["License-Expression"] == "MIT"
     [entry_points_name] = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
     entry_points = archive.read(entry_points_name).decode()
-    assert "expbench-score = scoring.cli:main" in entry_points and "expbench = expbench_client.cli:main" in entry_points
+    assert "expbench-score = expbench_scoring.cli:main" in entry_points and "expbench = expbench_client.cli:main" in entry_points
     extras = {r.marker and str(r.marker) for r in map(Requirement, metadata.get_all("Requires-Dist"))
               if r.name.lower() in HEAVY}
     assert extras and all("extra ==" in marker for marker in extras)
@@ -118,9 +121,12 @@ def test_an_installed_expbench_score_gives_the_official_figures_from_any_directo
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert {k: summary[k] for k in expected} == expected
-    where = subprocess.run([sys.executable, "-c", "import scoring; print(scoring.__file__)"], cwd=elsewhere,
-                           env=env, capture_output=True, text=True, check=True)
+    where = subprocess.run([sys.executable, "-c", "import expbench_scoring; print(expbench_scoring.__file__)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True)
     assert where.stdout.startswith(str(target))
+    module = subprocess.run([sys.executable, "-m", "expbench_scoring", "expmrc", str(gold), str(predictions)],
+                            cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+    assert module.returncode == 0 and json.loads(module.stdout) == summary, module.stderr
     usage = subprocess.run([sys.executable, str(script), "--help"], cwd=elsewhere, env=env, capture_output=True,
                            text=True)
     assert usage.stdout.startswith("usage: expbench-score")
@@ -139,6 +145,70 @@ def test_an_installed_expbench_score_gives_the_official_figures_from_any_directo
     assert down.returncode == 3 and down.stdout == ""
     assert down.stderr.startswith("error: cannot reach the ExpBench server at http://127.0.0.1:9")
     assert down.stderr.count("\n") == 1
+
+
+def test_the_wheel_lists_every_package_of_the_scoring_folder():
+    """pyproject.toml names the packages one by one (the folder installs under another name),
+    so a new subpackage must join the list or the wheel would silently leave it out."""
+    on_disk = {".".join(("expbench_scoring",) + path.parent.relative_to(ROOT / "scoring").parts)
+               for path in (ROOT / "scoring").rglob("__init__.py")}
+    on_disk |= {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "expbench_client").rglob("__init__.py")}
+    assert set(PYPROJECT["tool"]["setuptools"]["packages"]) == on_disk
+
+
+def test_scoring_imports_itself_relatively_so_it_runs_under_either_name():
+    offenders = [f"{path.relative_to(ROOT)}:{number}" for path in (ROOT / "scoring").rglob("*.py")
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if line.lstrip().startswith(("from scoring.", "from scoring import", "import scoring"))]
+    assert not offenders
+
+
+def test_the_package_description_links_only_absolute_urls_of_the_projects_home():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    home = PYPROJECT["project"]["urls"]["Source"]
+    assert targets and all(t.startswith(("https://", "http://", "#")) for t in targets), \
+        [t for t in targets if not t.startswith(("https://", "http://", "#"))]
+    for target in targets:  # links into the repository name files that exist
+        if target.startswith(home + "/blob/main/"):
+            assert (ROOT / target.removeprefix(home + "/blob/main/").split("#")[0]).exists(), target
+
+
+def test_installing_and_removing_a_distribution_named_scoring_leaves_expbench_whole(wheel, tmp_path):
+    """The clash this naming avoids: a PyPI project that installs a top-level "scoring" package.
+    Both go into one environment; removing that one must not remove any file of ours."""
+    other = tmp_path / "other"
+    (other / "scoring").mkdir(parents=True)
+    (other / "scoring" / "__init__.py").write_text("OTHER = True\n")
+    (other / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=77"]\n'
+                                          'build-backend = "setuptools.build_meta"\n'
+                                          '[project]\nname = "scoring"\nversion = "0.1"\n'
+                                          '[tool.setuptools]\npackages = ["scoring"]\n')
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    "-w", str(tmp_path / "wheels"), str(other)], check=True, capture_output=True, timeout=300)
+    [other_wheel] = (tmp_path / "wheels").glob("scoring-*.whl")
+    environment = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True, timeout=120)
+    python = str(environment / "bin" / "python")
+    # nltk and numpy from this environment, after the new one's own packages.
+    [site] = (environment / "lib").glob("python3*/site-packages")
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", python]
+    for archive in (wheel, other_wheel):
+        subprocess.run(pip + ["install", "--no-deps", "--quiet", str(archive)], check=True, capture_output=True,
+                       timeout=300)
+    subprocess.run(pip + ["uninstall", "--yes", "--quiet", "scoring"], check=True, capture_output=True, timeout=300)
+    [record] = site.glob("expbench-*.dist-info/RECORD")
+    ours = [line.split(",")[0] for line in record.read_text().splitlines() if line]
+    assert ours and all((site / name).exists() for name in ours if not name.startswith("../"))
+    check = subprocess.run([python, "-c", "import expbench_scoring.cli, expbench_scoring.metrics.expmrc, "
+                            "expbench_client.cli; print(expbench_scoring.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.startswith(str(environment))
+    usage = subprocess.run([str(environment / "bin" / "expbench-score"), "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: expbench-score"), usage.stderr
 
 
 def test_the_client_reports_the_package_version():

@@ -74,8 +74,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from scoring import disclosure
-from scoring.analysis import features as _features
+from .. import disclosure
+from . import features as _features
 
 CLASSIFICATION, MULTICHOICE = "classification", "multichoice"
 KINDS = (CLASSIFICATION, MULTICHOICE)

@@ -58,7 +58,9 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from scoring.analysis.question_types import (
+from ..disclosure import coarsen_groups
+from ..tokenization import sent_tokenize  # the vendored Punkt model, NLTK's tokenizers only
+from .question_types import (
     OTHER,
     SMALL_GROUPS,
     bin_sort_key,
@@ -66,8 +68,6 @@ from scoring.analysis.question_types import (
     question_type,
     value_bin,
 )
-from scoring.disclosure import coarsen_groups
-from scoring.tokenization import sent_tokenize  # the vendored Punkt model, NLTK's tokenizers only
 
 DEFAULT_BIN_WIDTHS = {
     "passage_length": 50,

@@ -55,8 +55,8 @@ from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
-from scoring.analysis.question_types import OTHER, SMALL_GROUPS, bin_sort_key, question_type
-from scoring.disclosure import coarsen_groups
+from ..disclosure import coarsen_groups
+from .question_types import OTHER, SMALL_GROUPS, bin_sort_key, question_type
 
 # Permuted count vectors are drawn in blocks of about this many numbers (8 MB of int64), so
 # 1,000,000 permutations of many groups do not need one huge array.

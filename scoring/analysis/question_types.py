@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Sequence
 
-from scoring import RESOURCES_DIR
+from .. import RESOURCES_DIR
 
 _RESOURCE = RESOURCES_DIR / "question_types.json"
 _LISTS = json.loads(_RESOURCE.read_text(encoding="utf-8"))

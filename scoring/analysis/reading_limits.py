@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from scoring.analysis import icq, linguistic, permutation
-from scoring.analysis.question_types import pool_small_groups
+from . import icq, linguistic, permutation
+from .question_types import pool_small_groups
 
 ALPHA = 0.05
 # The question-type report's Bonferroni threshold over its three categorical tests.

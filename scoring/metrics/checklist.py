@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from scoring.strict_json import loads_json
+from ..strict_json import loads_json
 
 MFT, INV = "MFT", "INV"
 EXPECT_EQ, EXPECT_SQUAD = "eq", "expect_squad"

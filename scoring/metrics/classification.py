@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
+from ..strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
     InvalidJson,
     InvalidPredictions,
     Problems,

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
+from ..strict_json import (  # noqa: F401  (InvalidPredictions is part of this module's API)
     JSON_TYPE_NAMES,
     SURROGATE,
     InvalidPredictions,
@@ -24,7 +24,7 @@ from scoring.strict_json import (  # noqa: F401  (InvalidPredictions is part of 
     load_json_object,
     show,
 )
-from scoring.tokenization import word_tokenize  # vendored Punkt model, NLTK's tokenizers only
+from ..tokenization import word_tokenize  # vendored Punkt model, NLTK's tokenizers only
 
 SPAN, MULTICHOICE = "span", "multichoice"
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from scoring.stats import bootstrap_cis
-from scoring.strict_json import (
+from ..stats import bootstrap_cis
+from ..strict_json import (
     InvalidJson,
     InvalidPredictions,
     JsonObject,
@@ -68,7 +68,7 @@ def split_sentences(context: str) -> list[str]:
 
     NLTK is imported on first use (scoring alone never needs it); importing
     :mod:`scoring.tokenization` puts the vendored model first on ``nltk.data.path``."""
-    from scoring.tokenization import sent_tokenize  # noqa: PLC0415  (NLTK: scoring a score file never needs it)
+    from ..tokenization import sent_tokenize  # noqa: PLC0415  (NLTK: scoring a score file never needs it)
 
     return sent_tokenize(context, language="english")
 

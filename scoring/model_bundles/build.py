@@ -7,7 +7,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from scoring.sandbox.layout import MODEL_ENTRY_FILE
+from ..sandbox.layout import MODEL_ENTRY_FILE
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # the earliest date a zip can hold

@@ -7,13 +7,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from scoring.model_bundles.build import build_bundle, build_reference_bundle
-from scoring.model_bundles.examples import InvalidInputs
-from scoring.model_bundles.pipeline import run_model
-from scoring.sandbox.bundle_check import BundleRefused, check_bundle
-from scoring.sandbox.errors import SandboxUnavailable
-from scoring.sandbox.model_contract import ModelBudget, ModelRunResult
-from scoring.strict_json import InvalidJson, loads_json
+from ..sandbox.bundle_check import BundleRefused, check_bundle
+from ..sandbox.errors import SandboxUnavailable
+from ..sandbox.model_contract import ModelBudget, ModelRunResult
+from ..strict_json import InvalidJson, loads_json
+from .build import build_bundle, build_reference_bundle
+from .examples import InvalidInputs
+from .pipeline import run_model
 
 EXIT_BUNDLE_FAILED = 1
 

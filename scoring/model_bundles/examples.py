@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import string
 
-from scoring.metrics import classification, expmrc
+from ..metrics import classification, expmrc
 
 SPAN, MULTICHOICE, CLASSIFICATION = expmrc.SPAN, expmrc.MULTICHOICE, classification.CLASSIFICATION
 FORMATS = (SPAN, MULTICHOICE, CLASSIFICATION)

@@ -19,17 +19,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from scoring.sandbox.bundle_check import (
+from ..sandbox.bundle_check import (
     DEFAULT_BUNDLE_MAX_BYTES,
     DEFAULT_MAX_UNPACKED_BYTES,
     BundleRefused,
     bundle_sha256,
     extract_bundle,
 )
-from scoring.sandbox.child_process import OutputFlood
-from scoring.sandbox.layout import MODEL_ENTRY_MODULE
-from scoring.sandbox.model_child import batch_reply, load_predict
-from scoring.sandbox.model_contract import (
+from ..sandbox.child_process import OutputFlood
+from ..sandbox.layout import MODEL_ENTRY_MODULE
+from ..sandbox.model_child import batch_reply, load_predict
+from ..sandbox.model_contract import (
     DEFAULT_BATCH_SIZE,
     DEVICE_VARIABLE,
     DEVICES,
@@ -43,8 +43,8 @@ from scoring.sandbox.model_contract import (
     hardware,
     merged_json,
 )
-from scoring.sandbox.model_runner import startup_failure
-from scoring.sandbox.protocol import ProtocolViolation, decode
+from ..sandbox.model_runner import startup_failure
+from ..sandbox.protocol import ProtocolViolation, decode
 
 
 @contextlib.contextmanager

@@ -5,12 +5,12 @@ a parser refusal is the run's ``bad_prediction``. The CLI and the worker call th
 """
 from __future__ import annotations
 
-from scoring.metrics.expmrc import DEFAULT_MAX_BYTES
-from scoring.model_bundles.examples import detect_format, model_examples, parse_model_predictions
-from scoring.model_bundles.in_process import run_in_process
-from scoring.sandbox.model_contract import ModelFailure, ModelRunResult
-from scoring.sandbox.model_runner import run_model_bundle
-from scoring.strict_json import InvalidPredictions
+from ..metrics.expmrc import DEFAULT_MAX_BYTES
+from ..sandbox.model_contract import ModelFailure, ModelRunResult
+from ..sandbox.model_runner import run_model_bundle
+from ..strict_json import InvalidPredictions
+from .examples import detect_format, model_examples, parse_model_predictions
+from .in_process import run_in_process
 
 
 def read_predictions(result: ModelRunResult, prediction_format: str, examples: list[dict], *,

@@ -135,7 +135,7 @@ def train_classifier(base_path, pairs: Sequence[Pair], out_dir, *, max_length: i
     import torch  # noqa: PLC0415  (heavy: training and evaluation only)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer  # noqa: PLC0415
 
-    from scoring.models.hosted_model import quiet_transformers  # noqa: PLC0415  (imports torch)
+    from .hosted_model import quiet_transformers  # noqa: PLC0415  (imports torch)
 
     started = time.perf_counter()
     torch.manual_seed(seed)

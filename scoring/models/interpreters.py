@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from scoring.tokenization import NLTKWordTokenizer, word_tokenize  # vendored Punkt, tokenizers only
+from ..tokenization import NLTKWordTokenizer, word_tokenize  # vendored Punkt, tokenizers only
 
 AGGREGATIONS = ("sum", "max")
 IG_STEPS = 50

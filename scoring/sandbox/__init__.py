@@ -24,14 +24,14 @@ cross into the jail. No Django here. The modules, each importing only those list
 
 Callers use the names below (``from scoring import sandbox; sandbox.run_interpreter(...)``).
 """
-from scoring.sandbox.availability import MODES, sandbox_available
-from scoring.sandbox.baselines import baseline_code, write_baseline_code
-from scoring.sandbox.errors import InvalidCode, SandboxUnavailable, UnsafeModelDir
-from scoring.sandbox.job_dir import check_model_dir
-from scoring.sandbox.limits import SAMPLE_FAILURES, SUBMISSION_FAILURES, RunResult, SandboxLimits, validate_scores
-from scoring.sandbox.protocol import storable
-from scoring.sandbox.runner import run_interpreter
-from scoring.sandbox.upload_check import check_submission_code
+from .availability import MODES, sandbox_available
+from .baselines import baseline_code, write_baseline_code
+from .errors import InvalidCode, SandboxUnavailable, UnsafeModelDir
+from .job_dir import check_model_dir
+from .limits import SAMPLE_FAILURES, SUBMISSION_FAILURES, RunResult, SandboxLimits, validate_scores
+from .protocol import storable
+from .runner import run_interpreter
+from .upload_check import check_submission_code
 
 __all__ = [
     "MODES", "SAMPLE_FAILURES", "SUBMISSION_FAILURES", "InvalidCode", "RunResult",

@@ -12,11 +12,11 @@ import sys
 import threading
 import uuid
 
-from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.command import bwrap_command, find_tool, host_env
-from scoring.sandbox.errors import SandboxUnavailable
-from scoring.sandbox.limits import SandboxLimits
-from scoring.sandbox.uids import POOL_FIRST, POOL_SIZE, UidLease, acquire
+from .cgroups import Cgroups
+from .command import bwrap_command, find_tool, host_env
+from .errors import SandboxUnavailable
+from .limits import SandboxLimits
+from .uids import POOL_FIRST, POOL_SIZE, UidLease, acquire
 
 MODES = ("bwrap", "none")
 

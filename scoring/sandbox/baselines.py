@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scoring.models.interpreters import canonical_name
+from ..models.interpreters import canonical_name
 
 
 def baseline_code(name: str, *, seed: int = 0) -> str:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from scoring.sandbox.errors import InvalidCode
-from scoring.sandbox.layout import MODEL_ENTRY_FILE
-from scoring.sandbox.upload_check import (
+from .errors import InvalidCode
+from .layout import MODEL_ENTRY_FILE
+from .upload_check import (
     HEAD_BYTES,
     MAX_MODULE_BYTES,
     ZIP_TAIL_BYTES,

@@ -25,7 +25,7 @@ import signal
 import time
 from pathlib import Path
 
-from scoring.sandbox.limits import SandboxLimits
+from .limits import SandboxLimits
 
 logger = logging.getLogger(__name__)
 

@@ -326,10 +326,10 @@ def main(argv: list[str]) -> int:
     try:
         # Deferred: it imports torch and transformers (seconds), only after the seccomp filter
         # is in place, and a failure must reach the parent as a load_error message. This is the
-        # jail's private copy of scoring.models.hosted_model (runtime/scoring/ on sys.path).
-        from scoring.models.hosted_model import load_hosted_model  # noqa: PLC0415
-
-        model = load_hosted_model(config["model_dir"], config["model_kind"])
+        # jail's private copy of scoring.models.hosted_model (runtime/scoring/ on sys.path;
+        # this file runs there as a script, so by the copy's package name, layout.RUNTIME_PACKAGE).
+        hosted_model = importlib.import_module("scoring.models.hosted_model")
+        model = hosted_model.load_hosted_model(config["model_dir"], config["model_kind"])
     except BaseException as error:  # noqa: BLE001
         channel.send({"event": "load_error", **describe(error)})
         return 3

@@ -23,9 +23,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import IO
 
-from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.limits import SandboxLimits
-from scoring.sandbox.protocol import ProtocolViolation, decode, storable
+from .cgroups import Cgroups
+from .limits import SandboxLimits
+from .protocol import ProtocolViolation, decode, storable
 
 __all__ = ["CappedBuffer", "Child", "ChildDied", "CpuBudgetExceeded", "OutputFlood", "ProtocolViolation",
            "ReplyTimeout", "process_tree_cpu_seconds"]

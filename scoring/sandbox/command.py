@@ -33,8 +33,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from scoring.sandbox.errors import SandboxUnavailable
-from scoring.sandbox.limits import SandboxLimits
+from .errors import SandboxUnavailable
+from .limits import SandboxLimits
 
 SANDBOX_UID = 65534  # nobody / nogroup: the probe's uid and gid; a run takes its own (uids.py)
 

@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from scoring.sandbox.errors import UnsafeModelDir
-from scoring.sandbox.layout import CHILD_FILE, RUNTIME_DATA, RUNTIME_MODULES, RUNTIME_PACKAGE
-from scoring.sandbox.upload_check import DEFAULT_MAX_BYTES, checked_files
+from .errors import UnsafeModelDir
+from .layout import CHILD_FILE, RUNTIME_DATA, RUNTIME_MODULES, RUNTIME_PACKAGE
+from .upload_check import DEFAULT_MAX_BYTES, checked_files
 
 SANDBOX_DIR = Path(__file__).resolve().parent    # scoring/sandbox/
 SCORING_ROOT = SANDBOX_DIR.parent                # scoring/: RUNTIME_MODULES and RUNTIME_DATA

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 try:  # in the jail: the runtime copy of scoring/sandbox/child.py, next to this file
     import sandbox_child as base
 except ModuleNotFoundError:  # in the repository: the in-process runner imports this module
-    from scoring.sandbox import child as base
+    from . import child as base
 
 DETAIL_CHARS = 1000
 

@@ -23,8 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from scoring.sandbox.limits import SandboxLimits
-from scoring.sandbox.protocol import ProtocolViolation
+from .limits import SandboxLimits
+from .protocol import ProtocolViolation
 
 # category -> the fixed, hidden-safe sentence (never anything the bundle produced).
 MODEL_FAILURES = {

@@ -32,16 +32,16 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from scoring.sandbox.availability import check_mode, sandbox_available
-from scoring.sandbox.bundle_check import (
+from .availability import check_mode, sandbox_available
+from .bundle_check import (
     DEFAULT_BUNDLE_MAX_BYTES,
     DEFAULT_MAX_UNPACKED_BYTES,
     BundleRefused,
     bundle_sha256,
     extract_bundle,
 )
-from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.child_process import (
+from .cgroups import Cgroups
+from .child_process import (
     CappedBuffer,
     Child,
     ChildDied,
@@ -50,7 +50,7 @@ from scoring.sandbox.child_process import (
     ProtocolViolation,
     ReplyTimeout,
 )
-from scoring.sandbox.command import (
+from .command import (
     SANDBOX_UID,
     CommandFiles,
     bwrap_command,
@@ -62,11 +62,11 @@ from scoring.sandbox.command import (
     options_from_fd,
     rlimit_command,
 )
-from scoring.sandbox.errors import SandboxUnavailable
-from scoring.sandbox.job_dir import SANDBOX_DIR, write_file
-from scoring.sandbox.layout import CHILD_FILE, INSIDE, MODEL_CHILD_FILE, MODEL_ENTRY_MODULE
-from scoring.sandbox.limits import SandboxLimits
-from scoring.sandbox.model_contract import (
+from .errors import SandboxUnavailable
+from .job_dir import SANDBOX_DIR, write_file
+from .layout import CHILD_FILE, INSIDE, MODEL_CHILD_FILE, MODEL_ENTRY_MODULE
+from .limits import SandboxLimits
+from .model_contract import (
     DEFAULT_BATCH_SIZE,
     DEVICE_VARIABLE,
     ModelBudget,
@@ -79,7 +79,7 @@ from scoring.sandbox.model_contract import (
     hardware,
     merged_json,
 )
-from scoring.sandbox.uids import UidLease, acquire
+from .uids import UidLease, acquire
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
-from scoring.sandbox.availability import check_mode, sandbox_available
-from scoring.sandbox.cgroups import Cgroups
-from scoring.sandbox.child_process import (
+from .availability import check_mode, sandbox_available
+from .cgroups import Cgroups
+from .child_process import (
     CappedBuffer,
     Child,
     ChildDied,
@@ -33,7 +33,7 @@ from scoring.sandbox.child_process import (
     ProtocolViolation,
     ReplyTimeout,
 )
-from scoring.sandbox.command import (
+from .command import (
     SANDBOX_UID,
     CommandFiles,
     bwrap_command,
@@ -45,13 +45,13 @@ from scoring.sandbox.command import (
     options_from_fd,
     rlimit_command,
 )
-from scoring.sandbox.errors import InvalidCode, SandboxUnavailable
-from scoring.sandbox.job_dir import Job, check_model_dir
-from scoring.sandbox.layout import CHILD_FILE, INSIDE
-from scoring.sandbox.limits import RunResult, SandboxLimits, public_sample, validate_scores
-from scoring.sandbox.protocol import check_reply, check_startup
-from scoring.sandbox.uids import UidLease, acquire
-from scoring.sandbox.upload_check import DEFAULT_MAX_BYTES
+from .errors import InvalidCode, SandboxUnavailable
+from .job_dir import Job, check_model_dir
+from .layout import CHILD_FILE, INSIDE
+from .limits import RunResult, SandboxLimits, public_sample, validate_scores
+from .protocol import check_reply, check_startup
+from .uids import UidLease, acquire
+from .upload_check import DEFAULT_MAX_BYTES
 
 logger = logging.getLogger(__name__)
 

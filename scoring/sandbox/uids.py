@@ -27,7 +27,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from scoring.sandbox.errors import SandboxUnavailable
+from .errors import SandboxUnavailable
 
 POOL_FIRST = 2_000_000_000
 POOL_SIZE = 4096

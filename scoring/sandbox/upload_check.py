@@ -28,8 +28,8 @@ from importlib.util import MAGIC_NUMBER
 from pathlib import PurePosixPath
 from typing import Callable, Iterable
 
-from scoring.sandbox.errors import InvalidCode
-from scoring.sandbox.layout import ENTRY_FILE, ENTRY_MODULE, MODEL_RESERVED_MODULES, RESERVED_MODULES
+from .errors import InvalidCode
+from .layout import ENTRY_FILE, ENTRY_MODULE, MODEL_RESERVED_MODULES, RESERVED_MODULES
 
 DEFAULT_MAX_BYTES = 1_000_000  # the upload limit when the caller names none (CODE_MAX_BYTES)
 MAX_ZIP_FILES = 500

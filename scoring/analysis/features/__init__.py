@@ -15,7 +15,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Sequence
 
-from scoring import RESOURCES_DIR
+from ... import RESOURCES_DIR
 
 RESOURCES = RESOURCES_DIR / "icq"
 
@@ -34,7 +34,7 @@ EXTRACTOR_METHODS = {
           "adverb-like words",
     "zh": "rule-based: jieba's word segmentation, negation and overlap from word lists",
 }
-_MODULES = {"en": "scoring.analysis.features.english", "zh": "scoring.analysis.features.chinese"}
+_MODULES = {"en": f"{__name__}.english", "zh": f"{__name__}.chinese"}  # relative: installed as expbench_scoring
 
 
 def read_word_list(name: str) -> list[str]:

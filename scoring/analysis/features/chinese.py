@@ -18,7 +18,7 @@ import logging
 import threading
 import unicodedata
 
-from scoring.analysis.features import read_word_list
+from . import read_word_list
 
 FEATURE_TYPES = ("word", "negation", "overlap")
 

@@ -25,7 +25,7 @@ import importlib.resources
 import re
 import threading
 
-from scoring.analysis.features import read_table, read_word_list
+from . import read_table, read_word_list
 
 FEATURE_TYPES = ("word", "sentiment", "tense", "negation", "overlap", "ner", "typo")
 

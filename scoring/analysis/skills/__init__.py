@@ -80,8 +80,8 @@ the names below, ``from scoring.analysis import skills; skills.build_all(...)``.
 """
 from __future__ import annotations
 
-from scoring.analysis.skills.back_translation import Translator, marian_translator
-from scoring.analysis.skills.catalogue import (
+from .back_translation import Translator, marian_translator
+from .catalogue import (
     EN,
     GROUP_LABELS,
     GROUP_QUERY,
@@ -97,8 +97,8 @@ from scoring.analysis.skills.catalogue import (
     UNK,
     ZH,
 )
-from scoring.analysis.skills.gaps import skill_gaps
-from scoring.analysis.skills.scorer import (
+from .gaps import skill_gaps
+from .scorer import (
     MISSING_ORIGINAL,
     kept_references,
     original_item_f1_on_kept,
@@ -107,7 +107,7 @@ from scoring.analysis.skills.scorer import (
     score_variant,
     strip_masks,
 )
-from scoring.analysis.skills.variants import build_all, build_variant, public_inputs
+from .variants import build_all, build_variant, public_inputs
 
 __all__ = [
     "EN", "GROUP_LABELS", "GROUP_QUERY", "GROUP_READING", "GROUP_REASONING", "NOT_APPLICABLE",

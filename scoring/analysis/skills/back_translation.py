@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from scoring.analysis.skills.catalogue import EN
-from scoring.analysis.skills.edits import Edit, Perturbation
-from scoring.analysis.skills.perturbations import Question
-from scoring.analysis.skills.text import Analyses
+from .catalogue import EN
+from .edits import Edit, Perturbation
+from .perturbations import Question
+from .text import Analyses
 
 Translator = Callable[[list[str]], list[str]]
 

@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scoring.analysis.skills.catalogue import EN, OK, SKILLS, ZH
-from scoring.analysis.skills.gaps import skill_gaps
-from scoring.analysis.skills.scorer import (
+from ...metrics import expmrc
+from ...strict_json import InvalidJson, InvalidPredictions, loads_json, show
+from .catalogue import EN, OK, SKILLS, ZH
+from .gaps import skill_gaps
+from .scorer import (
     MISSING_ORIGINAL,
     original_item_f1_on_kept,
     parse_section,
     read_sections,
     score_variant,
 )
-from scoring.analysis.skills.variants import build_all, public_inputs
-from scoring.metrics import expmrc
-from scoring.strict_json import InvalidJson, InvalidPredictions, loads_json, show
+from .variants import build_all, public_inputs
 
 SEED = 0  # the server's build and gap seed
 MAX_BYTES = 200 * 1024 * 1024

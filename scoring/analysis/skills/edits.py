@@ -6,8 +6,8 @@ import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scoring.analysis.skills.catalogue import UNK
-from scoring.analysis.skills.text import Text
+from .catalogue import UNK
+from .text import Text
 
 
 @dataclass

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from scoring.analysis.skills.catalogue import SKILLS
-from scoring.stats import bootstrap_ci
+from ...stats import bootstrap_ci
+from .catalogue import SKILLS
 
 
 def skill_gaps(original_item_f1: Mapping[str, float], variant_item_f1: Mapping[str, Mapping[str, float]], *,

@@ -106,11 +106,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from scoring.analysis.skills.catalogue import EN
-from scoring.analysis.skills.edits import Edit, Perturbation, mask_where
-from scoring.analysis.skills.randomness import randint, shuffle
-from scoring.analysis.skills.text import ASCII_ALNUM, Text, is_punct
-from scoring.analysis.skills.word_lists import (
+from .catalogue import EN
+from .edits import Edit, Perturbation, mask_where
+from .randomness import randint, shuffle
+from .text import ASCII_ALNUM, Text, is_punct
+from .word_lists import (
     ADJECTIVAL_CUES,
     ADJECTIVE_LEMMAS,
     AFTER_PREDICATIVE,

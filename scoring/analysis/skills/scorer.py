@@ -27,9 +27,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from scoring.analysis.skills.catalogue import UNK
-from scoring.metrics import expmrc
-from scoring.strict_json import InvalidPredictions, JsonObject, listed, load_json_object, plain_json, show
+from ...metrics import expmrc
+from ...strict_json import InvalidPredictions, JsonObject, listed, load_json_object, plain_json, show
+from .catalogue import UNK
 
 SKILLS_FORMAT = '{"original": {<predictions>}, "s1": {<predictions>}, ...}'
 MISSING_ORIGINAL = 'section "original" is missing: the gaps are measured against it'

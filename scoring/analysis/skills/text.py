@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scoring.analysis.skills.catalogue import EN
-from scoring.tokenization import NLTKWordTokenizer, PunktTokenizer  # vendored Punkt, tokenizers only
+from ...tokenization import NLTKWordTokenizer, PunktTokenizer  # vendored Punkt, tokenizers only
+from .catalogue import EN
 
 _PUNKT = PunktTokenizer("english")
 _WORDS = NLTKWordTokenizer()

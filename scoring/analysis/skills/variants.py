@@ -8,14 +8,14 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping
 
-from scoring.analysis.skills.back_translation import back_translations, describe, resolve_translation, s6_factory
-from scoring.analysis.skills.catalogue import EN, NOT_APPLICABLE, NOT_CONFIGURED, OK, SKILLS, UNK, ZH
-from scoring.analysis.skills.edits import SpanMap, apply_edits, carry_span
-from scoring.analysis.skills.perturbations import BUILDERS, MASKING_SKILLS, METHODS, Question
-from scoring.analysis.skills.randomness import question_rng
-from scoring.analysis.skills.scorer import informative
-from scoring.analysis.skills.text import Analyses, analyse
-from scoring.metrics import expmrc
+from ...metrics import expmrc
+from .back_translation import back_translations, describe, resolve_translation, s6_factory
+from .catalogue import EN, NOT_APPLICABLE, NOT_CONFIGURED, OK, SKILLS, UNK, ZH
+from .edits import SpanMap, apply_edits, carry_span
+from .perturbations import BUILDERS, MASKING_SKILLS, METHODS, Question
+from .randomness import question_rng
+from .scorer import informative
+from .text import Analyses, analyse
 
 # s4 keeps the same share of questions in every answer-length bucket (see balance_answer_lengths):
 # English words 1, 2, 3, 4+; Chinese characters 1-2, 3-4, 5-7, 8+.

@@ -10,8 +10,8 @@ import csv
 import functools
 import json
 
-from scoring import RESOURCES_DIR
-from scoring.analysis.skills.catalogue import UNK
+from ... import RESOURCES_DIR
+from .catalogue import UNK
 
 RESOURCES = RESOURCES_DIR / "skills"
 
