@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_noop
 
 from core.jobs import JobStatus, send_after_commit
 
@@ -89,7 +89,9 @@ class TaskQuerySet(QuerySet):
 
 
 class Task(models.Model):
-    LANGUAGE_CHOICES = [("en", gettext_lazy("English")), ("zh", gettext_lazy("Chinese"))]
+    # English words (messages that are stored, such as a rejected file's, quote them); a page
+    # translates them when it shows them.
+    LANGUAGE_CHOICES = [("en", gettext_noop("English")), ("zh", gettext_noop("Chinese"))]
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="tasks")
     slug = models.SlugField(unique=True)
