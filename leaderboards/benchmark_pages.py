@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy
 from benchmark.models import Benchmark, Task
 
 from . import wording
+from .store import task_boards
 
 
 def paragraphs(text: str) -> list[str]:
@@ -32,7 +33,10 @@ def tabs(benchmark: Benchmark, current: str) -> list[dict[str, Any]]:
 
 
 def overview(benchmark: Benchmark, tasks: list[Task]) -> dict[str, Any]:
-    return {"text": paragraphs(benchmark.overview)}
+    boards = task_boards(tasks)  # the charts come with the stored boards (two queries for all)
+    return {"text": paragraphs(benchmark.overview),
+            "charts": [(task, boards[task.pk].payload.get("progress") if task.pk in boards else None)
+                       for task in tasks]}
 
 
 def task_evaluation(task: Task) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The best score of a task over time, drawn on the server as an SVG (no script, no library).
 
-Its points come from the stored board (``store.all_rows``), so the chart shows exactly the
-entries the board ranks: a record is a ranked entry whose primary score beats every ranked entry
-scored before it. Human performance, when the board has it, is a dashed line to aim at."""
+Its points are the board's own rows, so the chart shows exactly the entries the board ranks: a
+record is a ranked entry whose primary score beats every ranked entry scored before it. Human
+performance, when the board has it, is a dashed line to aim at. The worker that stores a board
+stores its records with it (``stored_progress``, in the payload), so a page draws the chart from
+what it already read, never from the board's rows."""
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -12,8 +14,6 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from benchmark.models import Task
-
-from .store import all_rows, task_board
 
 # The drawing's size in SVG units (it scales to its box) and the room kept for the axis labels.
 WIDTH, HEIGHT = 640, 220
@@ -50,15 +50,22 @@ def human_score(task: Task, rows: list[dict[str, Any]]) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def task_progress(task: Task) -> dict[str, Any]:
-    """The chart of ``task`` from its stored board: ``records``, ``svg`` (empty without a
-    record) and ``summary``, one sentence that says what the chart shows."""
-    board = task_board(task)
-    rows = all_rows(board) if board is not None else []
-    found = records(task, rows)
+def stored_progress(task: Task, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a stored board keeps for its chart (plain JSON): the records and human performance."""
+    return {"records": [[record.day.isoformat(), record.score, record.method, record.team]
+                        for record in records(task, rows)],
+            "human": human_score(task, rows)}
+
+
+def task_progress(task: Task, stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The chart of ``task`` from its stored board's ``stored_progress`` (None: no board yet):
+    ``records``, ``svg`` (empty without a record) and ``summary``, one sentence that says what
+    the chart shows."""
+    stored = stored or {"records": [], "human": None}
+    found = [Record(date.fromisoformat(day), score, method, team) for day, score, method, team in stored["records"]]
     label = dict(task.metric_columns)[task.primary_metric]
     return {"task": task, "records": found, "metric_label": label,
-            "svg": progress_svg(task, found, human_score(task, rows)) if found else "",
+            "svg": progress_svg(task, found, stored["human"]) if found else "",
             "summary": summary(found, label, task.metric_decimals)}
 
 

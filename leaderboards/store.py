@@ -31,6 +31,7 @@ from submissions.scorers import current_scorer_version
 from .boards import benchmark_average_rows, board_summary, entries_awaiting_rescore, leaderboard_rows
 from .models import BoardRow, BoardSnapshot
 from .ordering import sort_keys
+from .progress import stored_progress
 from .rows import ROW_SHAPE
 from .serializers import AverageRowSerializer, LeaderboardRowSerializer
 
@@ -71,6 +72,11 @@ def generations(task_ids: list[int]) -> dict[int, tuple[int, datetime | None]]:
     return {pk: found.get(pk, (0, None)) for pk in task_ids}
 
 
+# Raised when a task board's payload gains or changes a field (2: "progress"), so boards stored
+# before are rebuilt rather than read without it.
+PAYLOAD_SHAPE = 2
+
+
 def task_stamp(task: Task, generation: int) -> str:
     """A task board's stamp: its generation, and the scorer versions of the day (a deploy with a
     new scorer marks entries stale without writing anything)."""
@@ -81,7 +87,7 @@ def task_stamp(task: Task, generation: int) -> str:
         except LookupError:  # a task without a scorer (published numbers only)
             versions.append("")
     # The row's shape: a release that adds or renames a column makes every stored board stale.
-    return f"{generation}/{ROW_SHAPE}/" + ",".join(versions)
+    return f"{generation}/{ROW_SHAPE}.{PAYLOAD_SHAPE}/" + ",".join(versions)
 
 
 # -- computing ------------------------------------------------------------------------------
@@ -99,7 +105,8 @@ def task_payload(task: Task) -> dict[str, Any]:
                         # closing changes the board's generation.
                         "phases": phase_rows(task),
                         "n_rows": len(rows), "n_pinned": sum(row.pinned for row in stored), "sortable": sortable,
-                        "n_submissions": sum(row["kind"] == "submission" for row in rows)},
+                        "n_submissions": sum(row["kind"] == "submission" for row in rows),
+                        "progress": stored_progress(task, rows)},
             "summary": board_summary(task, rows), "body": "", "n_rows": len(rows), "rows": stored}
 
 

@@ -181,6 +181,7 @@ def board_page(request: HttpRequest, task_id: int, order: Order, page_number: in
         "rows": rows,
         "computing": board is None,
         "phases": payload.get("phases", []),
+        "progress": payload.get("progress"),
         "dev_set_marked": any(row.get("dev_set_use") in ("part", "whole") for row in rows),
         "headers": sort_headers(task, order, request.path),
         "pages": page_links(request.path, order, page_number, n_pages),
