@@ -1,5 +1,6 @@
 """Every public page of a big board against a static file of the same bytes, served by the
-same gunicorn (2 sync workers, as scripts/run.sh starts it) in the same run, interleaved.
+same server in the same run, interleaved: gunicorn with 2 workers behind the buffering front, as
+scripts/run.sh and compose start it (``--server sync``: the plain sync workers of before).
 
 A temporary deployment (migrate + load_demo) on PostgreSQL (127.0.0.1:5432, trust auth: the
 script creates its own database and drops it at the end) or, with ``--sqlite``, the embedded
@@ -18,7 +19,7 @@ benchmark's average CSV and the task's public inputs download. Each page is fetc
 through a first server; its plain bytes and their gzip are written as a static file that
 WhiteNoise serves (as it serves the site's own static files, the ``.gz`` to a client that
 accepts gzip). A second server then serves both: per page, ``concurrency`` clients load the
-page and its static copy in interleaved rounds (one connection per request: gunicorn's sync
+page and its static copy in interleaved rounds (one connection per request, as gunicorn's sync
 workers close each one).
 
 It prints one line per page: requests/s of the page and of its static copy, their ratio, the
@@ -173,11 +174,15 @@ def drop_database(name: str) -> None:
         connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def serve(stack: Any, name: str) -> None:
+SERVERS = {"front": ["config.asgi:application", "--worker-class", "asgi"],  # scripts/run.sh's
+           "sync": ["config.wsgi:application"]}
+
+
+def serve(stack: Any, name: str, server: str = "front") -> None:
     from tests.integration.stack import BIN, free_port  # noqa: PLC0415
 
     stack.port = free_port()
-    stack._spawn(name, [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{stack.port}",
+    stack._spawn(name, [str(BIN / "gunicorn"), *SERVERS[server], "--bind", f"127.0.0.1:{stack.port}",
                         "--workers", "2", "--timeout", "600"])
     stack._wait(lambda: stack._get_status("/healthz") in (200, 503), "gunicorn", name, timeout=120)
 
@@ -220,14 +225,15 @@ def measure(stack: Any, args: argparse.Namespace) -> list[tuple[str, float]]:
         (static_root / f"perf-{name}.html.gz").write_bytes(gzip.compress(plain, 6))
         sizes[name] = (len(plain), len(packed), first)
     stack.kill("build")
-    serve(stack, "web")
+    serve(stack, "web", args.server)
     for name, path in addresses.items():  # each worker's first request of each address: not counted
         for address in (path, f"/static/perf-{name}.html"):
             for _ in range(4):
                 assert get(stack.port, address, CLIENT_HEADERS)[0] == 200, address
     ratios = []
-    print(f"requests/s, gunicorn 2 sync workers, {args.concurrency} concurrent clients, {args.rounds} interleaved "
-          f"rounds of {args.seconds:g} s per address; static: the page's own bytes as a static file", flush=True)
+    print(f"requests/s, gunicorn 2 workers ({args.server}), {args.concurrency} concurrent clients, "
+          f"{args.rounds} interleaved rounds of {args.seconds:g} s per address; static: the page's own bytes "
+          "as a static file", flush=True)
     for name, path in addresses.items():
         done, spent = {"page": 0, "static": 0}, {"page": 0.0, "static": 0.0}
         for _ in range(args.rounds):
@@ -250,6 +256,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one round per address")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY)
+    parser.add_argument("--server", choices=sorted(SERVERS), default="front",
+                        help="front: the buffering front scripts/run.sh starts (default); sync: plain sync workers")
     parser.add_argument("--warm-resamples", type=int, default=1000,
                         help="resamples of the tiers' paired tests when the boards are first computed")
     args = parser.parse_args()
