@@ -3,6 +3,7 @@ here): the web front, optional demo, pinned images, health checks, and a sandbox
 holds no SECRET_KEY and runs under a system-call filter of its own, under which bwrap itself is
 started for real."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -118,10 +119,15 @@ def under_profile(*argv):
                           capture_output=True, text=True, timeout=60)
 
 
+# The interpreter itself, not the virtual environment's link to it: a checkout under /tmp (the
+# tmpfs the jail mounts there) would hide the link. The probe needs the standard library only.
+STDLIB_PYTHON = os.path.realpath(sys.executable)
+
+
 def test_bwrap_builds_a_sandbox_under_the_filter_and_refused_calls_fail():
     bwrap = shutil.which("bwrap")
     assert bwrap, "bubblewrap is part of the server's set-up (README.md, Dockerfile)"
     jail = under_profile(bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
-                         "--dev", "/dev", "--tmpfs", "/tmp", "--", sys.executable, "-c", KEYCTL_REFUSED)
+                         "--dev", "/dev", "--tmpfs", "/tmp", "--", STDLIB_PYTHON, "-c", KEYCTL_REFUSED)
     assert jail.returncode == 0, jail.stderr
     assert jail.stdout.strip() == "keyctl refused"

@@ -236,7 +236,13 @@ def test_a_benchmarks_own_pages_and_an_entrys_downloads(embedded_stack, browser,
     assert chart.get_attribute("role") == "img" and "Overall F1" in chart.locator("title").first.text_content()
     box = chart.bounding_box()
     assert box["width"] > 200 and box["height"] > 80  # drawn, not collapsed
-    assert "Pages SQuAD sample" in chart.locator("circle.record title").first.text_content()
+    # The day's record is its best ranked entry: this test's sample, or a better one that
+    # another test of the same stack scored (the board's first ranked submission either way).
+    board = page.request.get(url + "/api/v1/tasks/expmrc-squad/leaderboard/?limit=100").json()["results"]
+    best = next(row for row in board if row["kind"] == "submission" and row["rank"] is not None)
+    titles = " ".join(chart.locator("circle.record title").all_text_contents())
+    assert best["method"] in titles and ("Pages SQuAD sample" in titles or best["scores"]["overall_f1"] >= next(
+        row["scores"]["overall_f1"] for row in board if row["method"] == "Pages SQuAD sample")), titles
 
     page.get_by_role("link", name="Evaluation", exact=True).click()
     page.wait_for_url("**/benchmarks/expmrc/evaluation/")
