@@ -13,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils import timezone
@@ -26,6 +25,7 @@ from core.conditional import (
     weaken_for_gzip,
     with_validators,
 )
+from core.db import state_cursor
 
 from .models import Benchmark, Task, TestSet, Visibility
 
@@ -57,7 +57,7 @@ def inputs_source(slug: str) -> InputsSource | None:
     """The task ``slug``'s inputs source (None if there is no such task), whoever may see it: one
     raw query, never past the gold or the inputs. Three ORM queries (the task, its test set, its
     benchmark) cost more to compile than the stored file takes to serve."""
-    with connection.cursor() as cursor:
+    with state_cursor() as cursor:
         cursor.execute(_inputs_sql(), [slug])
         rows = cursor.fetchall()
     if not rows:

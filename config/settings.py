@@ -131,6 +131,10 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_PREPARE_STATEMENTS", True):
+    # Only the fixed state query that opens each page view is prepared (core/db.py): it is
+    # parsed and planned once per connection. Off (0) behind a transaction-pooling PgBouncer.
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE transactions take the write lock at BEGIN, so the quota check and the
     # insert that follows it cannot interleave between web and worker processes; WAL lets

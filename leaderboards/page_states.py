@@ -10,9 +10,8 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
-
 from benchmark.models import Benchmark, BoardGeneration, Task, Visibility
+from core.db import state_cursor
 from submissions.models import Status, Submission
 
 from . import store
@@ -53,7 +52,7 @@ def benchmark_state(slug: str, *, again: bool = True) -> BenchmarkState | None:
     benchmark, task = Benchmark._meta.db_table, Task._meta.db_table
     generation, snapshot = BoardGeneration._meta.db_table, BoardSnapshot._meta.db_table
     # The snapshots' keys as store.task_key and store.benchmark_key write them.
-    with connection.cursor() as cursor:
+    with state_cursor() as cursor:
         cursor.execute(f"""
             SELECT t.id, t.kind, t.visibility, g.generation, s.stamp, a.stamp, b.id, b.* FROM {benchmark} b
             LEFT JOIN {task} t ON t.benchmark_id = b.id
@@ -103,7 +102,7 @@ def entry_states(submission_ids: list[int]) -> dict[int, EntryState]:
     submission, task, generation = Submission._meta.db_table, Task._meta.db_table, BoardGeneration._meta.db_table
     columns = ", ".join(f"s.{column}" for column in _SHOWN_COLUMNS)
     marks = ", ".join(["%s"] * len(submission_ids))
-    with connection.cursor() as cursor:
+    with state_cursor() as cursor:
         cursor.execute(f"""
             SELECT s.id, t.kind, t.visibility, g.generation, {columns} FROM {submission} s
             JOIN {task} t ON t.id = s.task_id LEFT JOIN {generation} g ON g.task_id = t.id

@@ -24,6 +24,7 @@ from rest_framework.renderers import JSONRenderer
 
 from benchmark import kinds
 from benchmark.models import REBUILD_BOARDS_TASK, Benchmark, BoardGeneration, Task, TestSet, Track
+from core.db import state_cursor
 from core.jobs import WAITING, send_after_commit
 from submissions.rescoring import RESCORABLE_KINDS
 from submissions.scorers import current_scorer_version
@@ -341,7 +342,7 @@ def _state_sql(vendor: str, n_public_split_kinds: int) -> str:
 
 def board_state(slug: str) -> BoardState | None:
     """The state of the task ``slug``'s board (None if there is no such task), whoever may see it."""
-    with connection.cursor() as cursor:
+    with state_cursor() as cursor:
         public_split_kinds = kinds.names(lambda kind: kind.scored_split == TestSet.DEV)
         cursor.execute(_state_sql(connection.vendor, len(public_split_kinds)),
                        [*public_split_kinds, TestSet.DEV, TestSet.TEST, slug])
@@ -382,7 +383,7 @@ def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
     benchmark, task = Benchmark._meta.db_table, Task._meta.db_table
     generation, snapshot = BoardGeneration._meta.db_table, BoardSnapshot._meta.db_table
     marks = ", ".join(["%s"] * len(visibilities))
-    with connection.cursor() as cursor:
+    with state_cursor() as cursor:
         cursor.execute(f"SELECT id, slug, name FROM {benchmark} ORDER BY id")
         parts = [f"{pk}:{slug}:{name}" for pk, slug, name in cursor.fetchall()]
         cursor.execute(f"""
