@@ -289,23 +289,22 @@ class Child:
 
     # ------------------------------------------------------------------ ending
 
-    def await_output_end(self, seconds: float) -> None:
-        """Read until the child's stdout ends (every process of the jail has exited), at most
+    def _pump_while(self, reading: Callable[[], bool], seconds: float, step: float) -> None:
+        """Read the child's pipes while ``reading()`` holds and the pipes are open, at most
         ``seconds``; what arrives is kept as usual (a flood is dropped, not raised here)."""
         deadline = time.monotonic() + seconds
-        while self.stdout_open and not self.closed_pipes:
+        while not self.closed_pipes and reading():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            self._pump(min(remaining, CPU_CHECK_SECONDS))
+            self._pump(min(remaining, step))
+
+    def await_output_end(self, seconds: float) -> None:
+        """Read until the child's stdout ends (every process of the jail has exited)."""
+        self._pump_while(lambda: self.stdout_open, seconds, CPU_CHECK_SECONDS)
 
     def _drain_stderr(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self.closed_pipes and any(key.data == "err" for key in self.selector.get_map().values()):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self._pump(min(remaining, 0.2))
+        self._pump_while(lambda: any(key.data == "err" for key in self.selector.get_map().values()), seconds, 0.2)
 
     def _close_pipes(self) -> None:
         self.closed_pipes = True

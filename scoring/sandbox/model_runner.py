@@ -311,6 +311,14 @@ _ahead_lock = threading.Lock()
 _housekeeping: list[threading.Thread] = []  # the thread tidying after the last run, if any
 
 
+def _replace_ahead(sandbox: _Sandbox | None) -> list[_Sandbox]:
+    """Put ``sandbox`` (or nothing) in the slot; return what was there, for the caller to use
+    or discard."""
+    with _ahead_lock:
+        previous, _ahead[:] = list(_ahead), ([sandbox] if sandbox is not None else [])
+    return previous
+
+
 def start_ahead(limits: SandboxLimits, mode: str, device: str, devices: tuple[str, ...],
                 require_cgroups: bool) -> bool:
     """Start a sandbox for this process's next run with these limits (see ``run_model_bundle``'s
@@ -326,9 +334,7 @@ def start_ahead(limits: SandboxLimits, mode: str, device: str, devices: tuple[st
         job.cleanup()
         logger.warning("no sandbox started ahead: %s", error)
         return False
-    with _ahead_lock:
-        stale, _ahead[:] = list(_ahead), [sandbox]
-    for old in stale:
+    for old in _replace_ahead(sandbox):
         old.discard()
     return True
 
@@ -336,9 +342,7 @@ def start_ahead(limits: SandboxLimits, mode: str, device: str, devices: tuple[st
 def take_ahead(key: tuple) -> _Sandbox | None:
     """The sandbox started ahead, if it has ``key`` and is up and waiting; any other is
     discarded (a run never inherits a sandbox whose start-up went wrong: it starts its own)."""
-    with _ahead_lock:
-        taken, _ahead[:] = list(_ahead), []
-    for sandbox in taken:
+    for sandbox in _replace_ahead(None):
         if sandbox.key() == key and sandbox.child is not None and sandbox.child.proc.poll() is None:
             try:
                 sandbox.await_waiting(time.monotonic() + WARM_BOOT_SECONDS)
@@ -349,22 +353,16 @@ def take_ahead(key: tuple) -> _Sandbox | None:
     return None
 
 
-def ahead_ready(timeout: float = WARM_BOOT_SECONDS) -> bool:
+def ahead_ready() -> bool:
     """Wait until the sandbox started ahead (if any) is up and waiting; False if there is
     none or it failed (it is then discarded)."""
     settle()
     with _ahead_lock:
-        sandbox = _ahead[0] if _ahead else None
-    if sandbox is None:
-        return False
-    taken = take_ahead(sandbox.key())
-    if taken is None:
-        return False
-    with _ahead_lock:
-        stale, _ahead[:] = list(_ahead), [taken]
-    for old in stale:
+        key = _ahead[0].key() if _ahead else None
+    ready = take_ahead(key) if key is not None else None
+    for old in _replace_ahead(ready):
         old.discard()
-    return True
+    return ready is not None
 
 
 def _tidy(sandbox: _Sandbox | None, job: _ModelJob, ahead_key: tuple | None) -> None:
@@ -397,9 +395,7 @@ def settle(timeout: float | None = None) -> None:
 def discard_ahead() -> None:
     """Stop the sandbox started ahead, if any (at exit; tests)."""
     settle()
-    with _ahead_lock:
-        taken, _ahead[:] = list(_ahead), []
-    for sandbox in taken:
+    for sandbox in _replace_ahead(None):
         sandbox.discard()
 
 
