@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils import timezone
 
+from core.brief_memo import briefly_remembered
 from core.conditional import (
     AnyResponse,
     stored_file_answer,
@@ -53,10 +54,12 @@ def _inputs_sql() -> str:
         WHERE t.slug = %s"""
 
 
+@briefly_remembered
 def inputs_source(slug: str) -> InputsSource | None:
     """The task ``slug``'s inputs source (None if there is no such task), whoever may see it: one
     raw query, never past the gold or the inputs. Three ORM queries (the task, its test set, its
-    benchmark) cost more to compile than the stored file takes to serve."""
+    benchmark) cost more to compile than the stored file takes to serve. Read again after
+    ``PAGE_STATE_SECONDS`` (core/brief_memo.py); the unsaved copies it holds are shared, not to be changed."""
     with state_cursor() as cursor:
         cursor.execute(_inputs_sql(), [slug])
         rows = cursor.fetchall()

@@ -135,6 +135,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
     # Only the fixed state query that opens each page view is prepared (core/db.py): it is
     # parsed and planned once per connection. Off (0) behind a transaction-pooling PgBouncer.
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
+# A page view's state (a board's stamp, an entry's visibility) read less than this long ago by
+# the same process is used again (core/brief_memo.py): a change shows within this time.
+PAGE_STATE_SECONDS = float(os.environ.get("PAGE_STATE_SECONDS", 1))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE transactions take the write lock at BEGIN, so the quota check and the
     # insert that follows it cannot interleave between web and worker processes; WAL lets

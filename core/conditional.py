@@ -12,6 +12,8 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +77,7 @@ def stored_response(request: HttpRequest, key: str, render: Callable[[], HttpRes
         return response
     packed = compress_string(response.content)
     cache.set_many({f"{key}:plain": response.content, f"{key}:gzip": packed}, seconds)
+    recent_bodies.keep(f"{key}:gzip", packed)
     return _encoded(packed, content_type) if _accepts_gzip(request) else response
 
 
@@ -82,14 +85,61 @@ def stored_answer(request: HttpRequest, key: str, *, content_type: str) -> HttpR
     """The answer ``stored_response`` kept under ``key``, in the encoding the client accepts, or
     None if there is none (yet)."""
     gzipped = _accepts_gzip(request)
-    body = cache.get(f"{key}:{'gzip' if gzipped else 'plain'}")
+    name = f"{key}:{'gzip' if gzipped else 'plain'}"
+    body = recent_bodies.get(name)
     if body is None:
-        return None
+        body = cache.get(name)
+        if body is None:
+            return None
+        recent_bodies.keep(name, body)
     if gzipped:
         return _encoded(body, content_type)
     response = HttpResponse(body, content_type=content_type)
     patch_vary_headers(response, ("Accept-Encoding",))
     return response
+
+
+class RecentBodies:
+    """The stored answers this process served last, up to ``budget`` bytes: a hit costs a
+    dictionary lookup instead of the shared cache's file read and decompression (a fifth of a
+    stored page's time in the web worker). A key names everything its bytes depend on (an
+    ETag), so a kept body is never out of date; only ``manage.py restore``, which needs an empty
+    database and a fresh start of every process (docs/operations.md), clears the shared cache
+    under keys that may come back with other bytes."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+        self.bodies: OrderedDict[str, bytes] = OrderedDict()
+        self.lock = threading.Lock()  # the front's threads share the process (config/front.py)
+
+    def get(self, name: str) -> bytes | None:
+        with self.lock:
+            body = self.bodies.get(name)
+            if body is not None:
+                self.bodies.move_to_end(name)
+            return body
+
+    def keep(self, name: str, body: bytes) -> None:
+        if len(body) > self.budget // 8:  # a big body would push out many small ones
+            return
+        with self.lock:
+            if name in self.bodies:
+                return
+            self.bodies[name] = body
+            self.size += len(body)
+            while self.size > self.budget:
+                _, dropped = self.bodies.popitem(last=False)
+                self.size -= len(dropped)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.bodies.clear()
+            self.size = 0
+
+
+#: 16 MiB per process: at 2–10 kB gzipped per page, thousands of pages.
+recent_bodies = RecentBodies(16 * 1024 * 1024)
 
 
 def _accepts_gzip(request: HttpRequest) -> bool:

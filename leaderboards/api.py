@@ -34,6 +34,7 @@ from .store import (
     benchmark_board,
     board_state,
     current_stamp,
+    of_kind,
     page_rows,
     task_board,
 )
@@ -95,7 +96,7 @@ def page_asked(request: HttpRequest, state: BoardState) -> tuple[Order, int | No
     query asks for, or a ValidationError naming the parameter."""
     params = request.GET
     try:
-        order = read_order(Task(pk=state.task_id, kind=state.kind), params.get("sort"), params.get("order"))
+        order = read_order(of_kind(state.kind), params.get("sort"), params.get("order"))
     except OrderError as exc:
         field = "order" if str(exc).startswith("order") else "sort"
         raise ValidationError({field: [str(exc).split(": ", 1)[1]]}) from None

@@ -3,11 +3,12 @@ API): its own (rank), the system's name, every metric column, the lower end of t
 metric's CI and, on QUACKIE boards, failed samples. Pinned rows (human performance) head every
 order; rows without a value on the key (unranked entries, reported rows without a CI) come last
 in both directions."""
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 from benchmark.models import Task
 
@@ -28,6 +29,13 @@ class SortKey:
 
 def sort_keys(task: Task) -> dict[str, SortKey]:
     """{the ``sort`` value: its key} for this task's board; ``tier`` sorts as ``rank`` does."""
+    return _sort_keys(task.kind, get_language())
+
+
+@functools.lru_cache(maxsize=256)
+def _sort_keys(kind: str, language: str | None) -> dict[str, SortKey]:
+    # Read on every board request (to check ``sort``): the same for every task of a kind, in a language.
+    task = Task(kind=kind)
     primary = task.primary_metric
     labels = dict(task.metric_columns)
 

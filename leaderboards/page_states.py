@@ -5,24 +5,19 @@ values change exactly when what the page shows does, so they name the kept answe
 and a change (a new, withdrawn or re-scored entry, a phase's end, a task hidden or shown) makes
 the next visitor's answer a new one. Who may see what is decided on every request, never read
 from a kept answer (``EntryState.public``)."""
-import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from benchmark.models import Benchmark, BoardGeneration, Task, Visibility
+from core.brief_memo import briefly_remembered
 from core.db import state_cursor
 from submissions.models import Status, Submission
 
 from . import store
 from .models import BoardSnapshot
-from .store import benchmark_stamp, task_stamp
-
-
-@functools.cache
-def of_kind(kind: str) -> Task:
-    """An unsaved task of ``kind``, as ``task_stamp`` reads it: a model instance per request costs."""
-    return Task(kind=kind)
+from .store import benchmark_stamp, of_kind, task_stamp
 
 
 @dataclass(frozen=True)
@@ -44,11 +39,13 @@ class BenchmarkState:
                 *(f"t{pk}.{visibility}.{stamp}" for pk, visibility, stamp in self.tasks)]
 
 
+@briefly_remembered
 def benchmark_state(slug: str, *, again: bool = True) -> BenchmarkState | None:
     """The state of the benchmark ``slug``'s boards (None if there is no such benchmark). A board
     out of date gets a rebuild queued; the pages show the stored ones meanwhile (read again when
     the rebuild was done at once: the test suite's stand-in for the worker). One query: on
-    PostgreSQL each round trip costs as much as the rest of the answer."""
+    PostgreSQL each round trip costs as much as the rest of the answer. Read again after
+    ``PAGE_STATE_SECONDS`` (core/brief_memo.py)."""
     benchmark, task = Benchmark._meta.db_table, Task._meta.db_table
     generation, snapshot = BoardGeneration._meta.db_table, BoardSnapshot._meta.db_table
     # The snapshots' keys as store.task_key and store.benchmark_key write them.
@@ -97,8 +94,14 @@ def entry_state(submission_id: int) -> EntryState | None:
     return entry_states([submission_id]).get(submission_id)
 
 
-def entry_states(submission_ids: list[int]) -> dict[int, EntryState]:
-    """``entry_state`` of each of these entries that exists, in one query."""
+def entry_states(submission_ids: Sequence[int]) -> dict[int, EntryState]:
+    """``entry_state`` of each of these entries that exists, in one query (read again after
+    ``PAGE_STATE_SECONDS``: core/brief_memo.py; the answer is shared, not to be changed)."""
+    return _entry_states(tuple(submission_ids))
+
+
+@briefly_remembered
+def _entry_states(submission_ids: tuple[int, ...]) -> dict[int, EntryState]:
     submission, task, generation = Submission._meta.db_table, Task._meta.db_table, BoardGeneration._meta.db_table
     columns = ", ".join(f"s.{column}" for column in _SHOWN_COLUMNS)
     marks = ", ".join(["%s"] * len(submission_ids))

@@ -10,6 +10,7 @@ start) says that the board is being computed. Only one process computes a given 
 a time, and a rebuild of a board that is already current does nothing."""
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from rest_framework.renderers import JSONRenderer
 
 from benchmark import kinds
 from benchmark.models import REBUILD_BOARDS_TASK, Benchmark, BoardGeneration, Task, TestSet, Track
+from core.brief_memo import briefly_remembered
 from core.db import state_cursor
 from core.jobs import WAITING, send_after_commit
 from submissions.rescoring import RESCORABLE_KINDS
@@ -76,6 +78,13 @@ def generations(task_ids: list[int]) -> dict[int, tuple[int, datetime | None]]:
 # Raised when a task board's payload gains or changes a field (2: "progress"), so boards stored
 # before are rebuilt rather than read without it.
 PAYLOAD_SHAPE = 2
+
+
+@functools.cache
+def of_kind(kind: str) -> Task:
+    """An unsaved task of ``kind``, for what depends on the kind only (``task_stamp``, the
+    board's orders): a model instance made per request costs a tenth of a stored page's time."""
+    return Task(kind=kind)
 
 
 def task_stamp(task: Task, generation: int) -> str:
@@ -340,8 +349,10 @@ def _state_sql(vendor: str, n_public_split_kinds: int) -> str:
         WHERE t.slug = %s"""
 
 
+@briefly_remembered
 def board_state(slug: str) -> BoardState | None:
-    """The state of the task ``slug``'s board (None if there is no such task), whoever may see it."""
+    """The state of the task ``slug``'s board (None if there is no such task), whoever may see it
+    (read again after ``PAGE_STATE_SECONDS``: core/brief_memo.py)."""
     with state_cursor() as cursor:
         public_split_kinds = kinds.names(lambda kind: kind.scored_split == TestSet.DEV)
         cursor.execute(_state_sql(connection.vendor, len(public_split_kinds)),
@@ -354,7 +365,7 @@ def board_state(slug: str) -> BoardState | None:
         computed_at = datetime.fromisoformat(computed_at)
     if computed_at is not None and timezone.is_naive(computed_at):
         computed_at = timezone.make_aware(computed_at, UTC)
-    expected = task_stamp(Task(pk=task_id, kind=kind), generation or 0)
+    expected = task_stamp(of_kind(kind), generation or 0)
     return BoardState(task_id, kind, visibility, stamp, stamp == expected, computed_at, test_set_id,
                       cues, (track[0], track[1], str(track[2])) if track[0] is not None else None,
                       baselines_mark(baselines))
@@ -376,10 +387,16 @@ def baselines_mark(part: Any) -> tuple[object, ...] | None:
             part.get("device") or "")
 
 
-def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
+def listed_stamps(visibilities: Sequence[str]) -> tuple[tuple[str, ...], bool]:
     """What the home page shows, as ETag parts (each benchmark, each listed task's stored board
     stamp), and whether every one of those boards is of its task's latest generation: two
-    queries for any number of benchmarks, tasks and entries."""
+    queries for any number of benchmarks, tasks and entries (read again after
+    ``PAGE_STATE_SECONDS``: core/brief_memo.py)."""
+    return _listed_stamps(tuple(visibilities))
+
+
+@briefly_remembered
+def _listed_stamps(visibilities: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
     benchmark, task = Benchmark._meta.db_table, Task._meta.db_table
     generation, snapshot = BoardGeneration._meta.db_table, BoardSnapshot._meta.db_table
     marks = ", ".join(["%s"] * len(visibilities))
@@ -392,9 +409,8 @@ def listed_stamps(visibilities: list[str]) -> tuple[list[str], bool]:
             LEFT JOIN {snapshot} s ON s.key = 'task:' || t.id
             WHERE t.visibility IN ({marks}) ORDER BY t.id""", visibilities)
         tasks = cursor.fetchall()
-    by_kind = {kind: Task(kind=kind) for kind in {kind for _, kind, _, _ in tasks}}  # a model instance costs
-    up_to_date = all(stamp == task_stamp(by_kind[kind], gen or 0) for _, kind, gen, stamp in tasks)
-    return parts + [f"t{pk}.{stamp}" for pk, _, _, stamp in tasks], up_to_date
+    up_to_date = all(stamp == task_stamp(of_kind(kind), gen or 0) for _, kind, gen, stamp in tasks)
+    return (*parts, *(f"t{pk}.{stamp}" for pk, _, _, stamp in tasks)), up_to_date
 
 
 def current_stamp(state: BoardState) -> tuple[str, datetime] | None:

@@ -32,6 +32,7 @@ from .store import (
     board_state,
     current_stamp,
     listed_stamps,
+    of_kind,
     page_rows,
     task_board,
     task_boards,
@@ -136,7 +137,7 @@ def task_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     if state is None or state.visibility not in Visibility.reachable_by(request.user):
         raise Http404("No Task matches the given query.")
     try:
-        order = read_order(Task(pk=state.task_id, kind=state.kind), request.GET.get("sort"), request.GET.get("order"))
+        order = read_order(of_kind(state.kind), request.GET.get("sort"), request.GET.get("order"))
     except OrderError as exc:
         raise BadRequest(str(exc)) from None
     page_number = request.GET.get("page", "1")

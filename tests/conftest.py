@@ -15,10 +15,17 @@ import pytest  # noqa: E402
 def _isolated_files_and_throttles(settings, tmp_path):
     from django.core.cache import cache
 
+    from core.conditional import recent_bodies
+    from core.rate_limits import forget_reservations
+
     settings.MEDIA_ROOT = tmp_path / "media"
     # PBKDF2 with its real work factor costs ~0.2 s per user created or logged in.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # A test reads the pages of its own writes at once (tests/core/test_brief_memo.py: the memo).
+    settings.PAGE_STATE_SECONDS = 0
     cache.clear()  # API throttle counters live in the cache: each test starts fresh
+    forget_reservations()  # and so does what this process kept of them
+    recent_bodies.clear()  # stored pages of another test's database may come back under the same keys
 
 
 @pytest.fixture(autouse=True)
