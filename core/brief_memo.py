@@ -10,12 +10,13 @@ reverse proxy's micro-cache, while who may see what is still decided on every re
 state. ``PAGE_STATE_SECONDS=0`` reads it on every request (the test suite does, so that a test
 sees its own writes at once; tests/core/test_brief_memo.py checks the memo itself)."""
 import functools
-import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
+
+from .recent import RecentlyUsed
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -29,8 +30,7 @@ def briefly_remembered(function: Callable[P, R]) -> Callable[P, R]:
     """``function`` (of hashable arguments, without side effects a caller depends on), whose
     result is used again for ``PAGE_STATE_SECONDS`` after it was read, by every thread of the
     process. ``.forget()`` drops what it kept."""
-    kept: dict[Hashable, tuple[float, Any]] = {}
-    lock = threading.Lock()
+    kept: RecentlyUsed[tuple[float, Any]] = RecentlyUsed(max_items=MAX_KEPT)
 
     @functools.wraps(function)
     def remembered(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -39,21 +39,12 @@ def briefly_remembered(function: Callable[P, R]) -> Callable[P, R]:
             return function(*args, **kwargs)
         key = (args, tuple(sorted(kwargs.items())))
         now = time.monotonic()
-        with lock:
-            found = kept.get(key)
+        found = kept.get(key)
         if found is not None and now - found[0] < seconds:
             return found[1]
         value = function(*args, **kwargs)
-        with lock:
-            kept.pop(key, None)  # re-inserted last: the dict's order is the order of reading
-            kept[key] = (now, value)
-            while len(kept) > MAX_KEPT:
-                del kept[next(iter(kept))]
+        kept.put(key, (now, value))
         return value
 
-    def forget() -> None:
-        with lock:
-            kept.clear()
-
-    remembered.forget = forget  # type: ignore[attr-defined]
+    remembered.forget = kept.clear  # type: ignore[attr-defined]
     return remembered

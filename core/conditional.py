@@ -12,8 +12,6 @@ import hashlib
 import os
 import re
 import tempfile
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +25,8 @@ from django.utils.http import http_date, quote_etag
 from django.utils.text import compress_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+from .recent import RecentlyUsed
 
 #: An answer, whole or streamed (a stored file).
 AnyResponse = TypeVar("AnyResponse", bound=HttpResponseBase)
@@ -99,7 +99,7 @@ def stored_answer(request: HttpRequest, key: str, *, content_type: str) -> HttpR
     return response
 
 
-class RecentBodies:
+class RecentBodies(RecentlyUsed[bytes]):
     """The stored answers this process served last, up to ``budget`` bytes: a hit costs a
     dictionary lookup instead of the shared cache's file read and decompression (a fifth of a
     stored page's time in the web worker). A key names everything its bytes depend on (an
@@ -108,34 +108,12 @@ class RecentBodies:
     under keys that may come back with other bytes."""
 
     def __init__(self, budget: int) -> None:
+        super().__init__(max_weight=budget, weight=len)
         self.budget = budget
-        self.size = 0
-        self.bodies: OrderedDict[str, bytes] = OrderedDict()
-        self.lock = threading.Lock()  # the front's threads share the process (config/front.py)
-
-    def get(self, name: str) -> bytes | None:
-        with self.lock:
-            body = self.bodies.get(name)
-            if body is not None:
-                self.bodies.move_to_end(name)
-            return body
 
     def keep(self, name: str, body: bytes) -> None:
-        if len(body) > self.budget // 8:  # a big body would push out many small ones
-            return
-        with self.lock:
-            if name in self.bodies:
-                return
-            self.bodies[name] = body
-            self.size += len(body)
-            while self.size > self.budget:
-                _, dropped = self.bodies.popitem(last=False)
-                self.size -= len(dropped)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.bodies.clear()
-            self.size = 0
+        if len(body) <= self.budget // 8:  # a big body would push out many small ones
+            self.put(name, body)
 
 
 #: 16 MiB per process: at 2–10 kB gzipped per page, thousands of pages.

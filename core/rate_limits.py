@@ -17,10 +17,11 @@ lets one more through:
 * A window found spent stays spent: a count only grows, so the rest of the window's requests
   are refused without touching the shared counter (a flood costs no lock and no write).
 """
-import threading
 import time
 
 from django.core.cache.backends.base import BaseCache
+
+from .recent import RecentlyUsed
 
 PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
            "d": 86400, "day": 86400}
@@ -40,8 +41,7 @@ RESERVE_SHARE = 64
 #: refused early, a dropped spent window is looked up again).
 MAX_REMEMBERED = 10_000
 #: Per counter key: requests this process reserved and has not spent yet, or SPENT.
-_reserved: dict[str, int] = {}
-_reserved_lock = threading.Lock()
+_reserved: RecentlyUsed[int] = RecentlyUsed(max_items=MAX_REMEMBERED)
 SPENT = -1
 
 
@@ -51,12 +51,12 @@ def spend(cache: BaseCache, scope: str, client: str, limit: int, period: int) ->
     now = time.time()
     key = f"rate:{scope}:{client}:{int(now // period)}"
     wait = period - (now % period)
-    with _reserved_lock:
-        left = _reserved.get(key, 0)
+    with _reserved.lock:  # read and spend at once: two threads never spend one reserved request
+        left = _reserved.get(key) or 0
         if left == SPENT:
             return wait
         if left > 0:
-            _reserved[key] = left - 1
+            _reserved.put(key, left - 1)
             return None
     batch = max(1, limit // RESERVE_SHARE)
     try:
@@ -64,15 +64,10 @@ def spend(cache: BaseCache, scope: str, client: str, limit: int, period: int) ->
     except ValueError:  # the first request of a window (or the counter expired), unless another process won
         spent = batch if cache.add(key, batch, timeout=period + 1) else cache.incr(key, batch)
     granted = min(batch, limit - (spent - batch))  # of the reserved requests, those within the limit
-    with _reserved_lock:
-        _reserved.pop(key, None)  # re-inserted last: the dict's order is the order of use
-        _reserved[key] = granted - 1 if granted > 0 else SPENT
-        while len(_reserved) > MAX_REMEMBERED:
-            del _reserved[next(iter(_reserved))]
+    _reserved.put(key, granted - 1 if granted > 0 else SPENT)
     return None if granted > 0 else wait
 
 
 def forget_reservations() -> None:
     """Drop what this process keeps (tests: each starts with an empty cache)."""
-    with _reserved_lock:
-        _reserved.clear()
+    _reserved.clear()

@@ -44,6 +44,23 @@ def _board_worker(monkeypatch):
     monkeypatch.setattr(store, "request_rebuild", rebuild_now)
 
 
+@pytest.fixture
+def drf_dispatches(monkeypatch):
+    """The paths of the requests that went through DRF's dispatch (config/store_reads.py answers
+    some anonymous reads ahead of it)."""
+    from rest_framework.views import APIView
+
+    calls = []
+    original = APIView.dispatch
+
+    def counting(self, request, *args, **kwargs):
+        calls.append(request.path)
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "dispatch", counting)
+    return calls
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs_bwrap: needs bubblewrap; skipped where it is missing, failed when "

@@ -10,7 +10,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils.http import http_date
 from rest_framework.renderers import JSONRenderer
-from rest_framework.views import APIView
 
 from benchmark.models import Visibility
 from tests.factories import FIXTURES, logged_in, make_task, make_user
@@ -109,17 +108,10 @@ def test_a_hidden_tasks_inputs_are_private_and_a_404_even_to_a_matching_etag():
         assert Client().get(url, HTTP_IF_NONE_MATCH=answer["ETag"]).status_code == 404, url
 
 
-def test_anonymous_api_reads_of_the_inputs_skip_drf_with_drfs_answer(monkeypatch):
+def test_anonymous_api_reads_of_the_inputs_skip_drf_with_drfs_answer(drf_dispatches):
     make_task("expmrc-squad")
     url = "/api/v1/tasks/expmrc-squad/inputs/"
-    dispatched = []
-    original = APIView.dispatch
-
-    def counting(self, request, *args, **kwargs):
-        dispatched.append(request.path)
-        return original(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "dispatch", counting)
+    dispatched = drf_dispatches
     through_drf = Client().get(url, {"format": "json"})  # a format parameter: DRF answers (and stores the file)
     assert through_drf.status_code == 200 and dispatched == [url]
     stored = Client().get(url)

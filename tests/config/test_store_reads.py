@@ -5,7 +5,6 @@ import random
 
 import pytest
 from django.test import Client
-from rest_framework.views import APIView
 
 from benchmark.models import Visibility
 from tests.factories import api_for, make_task, make_user
@@ -24,20 +23,6 @@ def board(settings):
     task = make_task()
     seed_varied(task, 12, random.Random(3))
     return task
-
-
-@pytest.fixture
-def drf_dispatches(monkeypatch):
-    """How many requests went through DRF's dispatch."""
-    calls = []
-    original = APIView.dispatch
-
-    def counting(self, request, *args, **kwargs):
-        calls.append(request.path)
-        return original(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "dispatch", counting)
-    return calls
 
 
 def through_drf_only(monkeypatch):

@@ -8,6 +8,7 @@ from django.core.cache import cache
 
 from core import rate_limits
 from core.rate_limits import RESERVE_SHARE, spend
+from core.recent import RecentlyUsed
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def as_process(monkeypatch, kept):
 
 @pytest.mark.parametrize("limit", [5, 127, 640, 100_000])
 def test_processes_sharing_a_counter_never_pass_more_than_the_limit(monkeypatch, clock, limit):
-    processes = [{} for _ in range(4)]
+    processes = [RecentlyUsed(max_items=100) for _ in range(4)]
     rng = random.Random(limit)
     passed = 0
     refused_early = None
@@ -61,7 +62,7 @@ def test_a_spent_window_is_refused_without_touching_the_counter(monkeypatch, clo
 
 
 def test_what_a_process_keeps_is_bounded(monkeypatch, clock):
-    monkeypatch.setattr(rate_limits, "MAX_REMEMBERED", 50)
+    monkeypatch.setattr(rate_limits, "_reserved", RecentlyUsed(max_items=50))
     for client in range(200):
         spend(cache, "t", f"client-{client}", 10_000, 60)
     assert len(rate_limits._reserved) == 50
